@@ -1,0 +1,90 @@
+"""Column contracts shared by sources, simulator, transforms and warehouse (see docs/design.md)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+# dcgm-exporter field -> raw column, with the unit conversion to apply on ingest
+# (Prometheus values arrive in the exporter's units; the raw table stores them as below).
+DCGM_FIELDS: dict[str, str] = {
+    "DCGM_FI_DEV_GPU_UTIL": "gpu_util",  # % 0-100
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": "gr_engine_active",  # ratio 0-1
+    "DCGM_FI_PROF_SM_ACTIVE": "sm_active",  # ratio 0-1
+    "DCGM_FI_PROF_SM_OCCUPANCY": "sm_occupancy",  # ratio 0-1
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "tensor_active",  # ratio 0-1
+    "DCGM_FI_PROF_DRAM_ACTIVE": "dram_active",  # ratio 0-1
+    "DCGM_FI_DEV_FB_USED": "fb_used_mib",  # MiB
+    "DCGM_FI_DEV_FB_FREE": "fb_free_mib",  # MiB
+    "DCGM_FI_DEV_POWER_USAGE": "power_w",  # W
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "energy_mj",  # mJ since boot (counter)
+}
+
+SAMPLE_LABEL_SCHEMA: dict[str, pl.DataType] = {
+    "hostname": pl.String(),
+    "gpu": pl.Int16(),
+    "uuid": pl.String(),
+    "model_name": pl.String(),
+    "pci_bus_id": pl.String(),
+    "device": pl.String(),
+    "gpu_i_id": pl.Int16(),
+    "gpu_i_profile": pl.String(),
+    "hpc_job": pl.String(),
+}
+
+SAMPLE_VALUE_COLUMNS: list[str] = list(DCGM_FIELDS.values())
+
+RAW_SAMPLE_SCHEMA: dict[str, pl.DataType] = {
+    "cluster": pl.String(),
+    "day": pl.Date(),
+    "ts": pl.Datetime("us"),
+    **SAMPLE_LABEL_SCHEMA,
+    **{name: pl.Float64() for name in SAMPLE_VALUE_COLUMNS},
+}
+
+# The fixed sacct --format list, in order, and the raw column each lands in.
+SACCT_FIELDS: dict[str, str] = {
+    "JobID": "job_id",
+    "JobIDRaw": "job_id_raw",
+    "JobName": "job_name",
+    "User": "user_name",
+    "Account": "account",
+    "Partition": "partition_name",
+    "QOS": "qos",
+    "State": "state",
+    "ExitCode": "exit_code",
+    "Submit": "submit_time",
+    "Eligible": "eligible_time",
+    "Start": "start_time",
+    "End": "end_time",
+    "ElapsedRaw": "elapsed_raw",
+    "Timelimit": "timelimit",
+    "NNodes": "n_nodes",
+    "NodeList": "node_list",
+    "AllocTRES": "alloc_tres",
+    "ReqTRES": "req_tres",
+    "Cluster": "slurm_cluster",
+}
+
+SACCT_FORMAT = ",".join(SACCT_FIELDS)
+
+RAW_SACCT_SCHEMA: dict[str, pl.DataType] = {
+    "cluster": pl.String(),
+    "day": pl.Date(),
+    "source": pl.String(),
+    "line_no": pl.Int64(),
+    **{column: pl.String() for column in SACCT_FIELDS.values()},
+}
+
+QUARANTINE_SCHEMA: dict[str, pl.DataType] = {
+    "cluster": pl.String(),
+    "source": pl.String(),
+    "partition_key": pl.String(),
+    "location": pl.String(),
+    "reason": pl.String(),
+    "payload": pl.String(),
+}
+
+
+def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """An empty frame with exactly this schema."""
+    return pl.DataFrame(schema=schema)
