@@ -1,0 +1,139 @@
+"""The ``cardhours`` command: simulate, run a month, the demo, and config checks."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cardhours.config import Config, ConfigError, load_config
+
+app = typer.Typer(help="GPU utilization analytics and chargeback.", no_args_is_help=True, add_completion=False)
+config_app = typer.Typer(help="Configuration files.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+console = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+
+DEMO_START = date(2026, 10, 1)
+DEMO_DAYS = 31
+DEMO_GPUS = 128
+DEMO_SEED = 7
+
+
+def _load_or_exit(path: Path) -> Config:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        console.print(f"[red]invalid config[/red]\n{exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from exc
+
+
+def _month(value: str) -> str:
+    if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", value):
+        raise typer.BadParameter(f"{value!r} is not a month like 2026-10")
+    return value
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console)
+
+
+@config_app.command("check")
+def config_check(path: Annotated[Path, typer.Argument(help="The TOML config file.")]) -> None:
+    """Validate a config file; exit 2 with the bad keys named when it is invalid."""
+    config = _load_or_exit(path)
+    names = ", ".join(c.name for c in config.clusters)
+    out.print(f"{path}: valid ({len(config.clusters)} cluster(s): {names})", highlight=False)
+
+
+@app.command()
+def simulate(
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory.")],
+    gpus: Annotated[int, typer.Option(min=8, help="GPUs (rounded up to whole 8-GPU nodes).")] = DEMO_GPUS,
+    days: Annotated[int, typer.Option(min=1, help="Days to simulate.")] = 30,
+    start: Annotated[str, typer.Option(help="First day, YYYY-MM-DD (UTC).")] = DEMO_START.isoformat(),
+    seed: Annotated[int, typer.Option(help="Random seed: same seed, same files.")] = DEMO_SEED,
+    step: Annotated[int, typer.Option(min=1, help="Sample spacing in seconds.")] = 30,
+    metrics_format: Annotated[str, typer.Option(help="parquet, om (OpenMetrics for promtool) or both.")] = "both",
+    cluster: Annotated[str, typer.Option(help="Cluster name.")] = "sim",
+) -> None:
+    """Write a simulated cluster's inputs: metrics, sacct.txt, a config and truth.parquet."""
+    from cardhours.simulate.run import simulate as run_simulation
+
+    if metrics_format not in ("parquet", "om", "both"):
+        raise typer.BadParameter("--metrics-format must be parquet, om or both")
+    first = date.fromisoformat(start)
+    with _progress() as progress:
+        task = progress.add_task("simulate", total=days)
+
+        def report(stage: str, done: int, total: int) -> None:
+            progress.update(task, description=stage, completed=done, total=total)
+
+        result = run_simulation(out_dir, gpus=gpus, days=days, start=first, seed=seed, step_seconds=step,
+                                metrics_format=metrics_format, cluster=cluster, progress=report)
+    out.print(f"simulated {days} days of {gpus} GPUs into {out_dir}", highlight=False)
+    for name, path in result.paths().items():
+        out.print(f"  {name}: {path}", highlight=False)
+
+
+@app.command()
+def run(
+    config: Annotated[Path, typer.Option("--config", help="The TOML config file.")],
+    month: Annotated[str, typer.Option(help="Month to build, YYYY-MM (UTC).", callback=_month)],
+) -> None:
+    """Materialize every asset of a month through Dagster and print where the outputs went."""
+    settings = _load_or_exit(config)
+    _run_month(config, settings, month)
+
+
+def _run_month(config_path: Path, settings: Config, month: str) -> None:
+    from cardhours.runner import RunFailed, run_month
+
+    with _progress() as progress:
+        task = progress.add_task(f"run {month}", total=None)
+
+        def report(stage: str, done: int, total: int) -> None:
+            progress.update(task, description=stage, completed=done, total=total)
+
+        try:
+            outputs = run_month(config_path, settings, month, progress=report)
+        except RunFailed as exc:
+            console.print(f"[red]run failed[/red]: {exc}", highlight=False)
+            raise typer.Exit(1) from exc
+    out.print(f"month {outputs.month}: {outputs.days} daily partitions + monthly marts", highlight=False)
+    out.print(f"  warehouse: {outputs.warehouse}", highlight=False)
+    out.print(f"  review:    {outputs.review}", highlight=False)
+
+
+@app.command()
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out", help="Where the demo's inputs, warehouse and reports go.")] = Path("demo"),
+    gpus: Annotated[int, typer.Option(min=8, help="GPUs in the simulated cluster.")] = DEMO_GPUS,
+) -> None:
+    """Simulate a month of a small cluster (16 nodes x 8 GPUs) and run it end to end."""
+    from cardhours.simulate.run import simulate as run_simulation
+
+    month = DEMO_START.strftime("%Y-%m")
+    with _progress() as progress:
+        task = progress.add_task("simulate", total=DEMO_DAYS)
+
+        def report(stage: str, done: int, total: int) -> None:
+            progress.update(task, description=f"simulate: {stage}", completed=done, total=total)
+
+        result = run_simulation(out_dir, gpus=gpus, days=DEMO_DAYS, start=DEMO_START, seed=DEMO_SEED,
+                                step_seconds=30, metrics_format="parquet", cluster="demo", progress=report)
+    config_path = result.config_path
+    _run_month(config_path, _load_or_exit(config_path), month)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Per-cluster configuration: where metrics and scheduler records come from, and the hardware."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator, model_validator
+
+from cardhours.config.base import (
+    ConfigPath,
+    Loc,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    Slug,
+    StrictModel,
+    Text,
+    did_you_mean,
+    raise_problems,
+)
+from cardhours.config.inventory import InventoryConfig
+from cardhours.schemas import DCGM_FIELDS
+
+DEFAULT_STEP_SECONDS = 30  # dcgm-exporter's and the simulator's usual sample spacing
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_METRIC_NAME = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*$")
+
+
+class MetricsConfig(StrictModel):
+    """Where DCGM samples come from."""
+
+    source: Literal["prometheus", "file"]
+    path: ConfigPath | None = None  # simulator Parquet directory or .om file (source = "file")
+    # Spacing of the samples in the files (source = "file"); Prometheus uses its own step_seconds.
+    step_seconds: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _path_for_file(self) -> MetricsConfig:
+        if self.source == "file" and self.path is None:
+            raise_problems([(("path",), "required key is missing: metrics.source is 'file'")])
+        return self
+
+
+class PrometheusConfig(StrictModel):
+    """The Prometheus-compatible HTTP API serving dcgm-exporter series."""
+
+    url: str
+    bearer_token_env: str | None = None
+    basic_auth_user_env: str | None = None
+    basic_auth_password_env: str | None = None
+    verify_tls: bool = True
+    ca_bundle: ConfigPath | None = None
+    step_seconds: PositiveInt = DEFAULT_STEP_SECONDS
+    scrape_interval_seconds: PositiveInt = 30
+    timeout_seconds: PositiveFloat = 60.0
+    max_retries: NonNegativeInt = 5
+    selector: str = ""  # extra label matchers in braces, '{job="dcgm-exporter"}'
+    metric_names: dict[str, str] = Field(default_factory=dict)  # DCGM field -> site metric
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"must be an http:// or https:// URL with a host (got {value!r})")
+        return value
+
+    @field_validator("bearer_token_env", "basic_auth_user_env", "basic_auth_password_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError(
+                "must be the name of an environment variable (letters, digits, '_'), "
+                "never the secret itself"
+            )
+        return value
+
+    @field_validator("selector")
+    @classmethod
+    def _braced(cls, value: str) -> str:
+        stripped = value.strip()
+        if stripped and not (stripped.startswith("{") and stripped.endswith("}")):
+            example = '{job="dcgm-exporter"}'
+            raise ValueError(f"must be empty or label matchers in braces, e.g. {example!r} (got {value!r})")
+        return stripped
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PrometheusConfig:
+        problems: list[tuple[Loc, str]] = []
+        for field, metric in self.metric_names.items():
+            if field not in DCGM_FIELDS:
+                problems.append((("metric_names", field), "unknown DCGM field" + did_you_mean(field, DCGM_FIELDS)))
+            elif not _METRIC_NAME.match(metric):
+                problems.append((("metric_names", field), f"{metric!r} is not a valid Prometheus metric name"))
+        if (self.basic_auth_user_env is None) != (self.basic_auth_password_env is None):
+            missing = "basic_auth_password_env" if self.basic_auth_password_env is None else "basic_auth_user_env"
+            problems.append(((missing,), "required key is missing: basic auth needs both the user and the password"))
+        if self.bearer_token_env is not None and self.basic_auth_user_env is not None:
+            problems.append((("bearer_token_env",), "set either bearer_token_env or basic_auth_*_env, not both"))
+        raise_problems(problems)
+        return self
+
+    def metric_name(self, field: str) -> str:
+        """The site's metric name for a DCGM field (the field name itself unless overridden)."""
+        if field not in DCGM_FIELDS:
+            raise KeyError(f"unknown DCGM field {field!r}")
+        return self.metric_names.get(field, field)
+
+
+class SlurmConfig(StrictModel):
+    """How to read Slurm accounting: run sacct (command mode) or read its saved output (file mode)."""
+
+    sacct_command: Text | None = None
+    sacct_file: ConfigPath | None = None
+    # `sacct -M` name; ClusterConfig fills in the cluster's own name when omitted.
+    slurm_cluster: Text | None = None
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> SlurmConfig:
+        if (self.sacct_command is None) == (self.sacct_file is None):
+            state = "neither is set" if self.sacct_command is None else "both are set"
+            raise ValueError(f"set exactly one of sacct_command (command mode) or sacct_file (file mode); {state}")
+        return self
+
+
+class ClusterConfig(StrictModel):
+    """One cluster: its name (carried by every warehouse table), sources and hardware."""
+
+    name: Slug
+    metrics: MetricsConfig
+    prometheus: PrometheusConfig | None = None
+    slurm: SlurmConfig | None = None
+    inventory: InventoryConfig
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_slurm_cluster(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            slurm = data.get("slurm")
+            if isinstance(slurm, dict) and "slurm_cluster" not in slurm:
+                return {**data, "slurm": {**slurm, "slurm_cluster": data["name"]}}
+        return data
+
+    @model_validator(mode="after")
+    def _prometheus_when_used(self) -> ClusterConfig:
+        if self.metrics.source == "prometheus" and self.prometheus is None:
+            raise_problems([(("prometheus",), "required key is missing: metrics.source is 'prometheus'")])
+        return self
+
+    @property
+    def sample_step_seconds(self) -> int:
+        """Expected spacing of DCGM samples (for coverage): metrics.step_seconds when set, else
+        prometheus.step_seconds when the cluster has a [clusters.prometheus] section, else
+        DEFAULT_STEP_SECONDS."""
+        if self.metrics.step_seconds is not None:
+            return self.metrics.step_seconds
+        return self.prometheus.step_seconds if self.prometheus is not None else DEFAULT_STEP_SECONDS
+
+    def hostnames(self) -> list[str]:
+        """Every host of every node group, in configuration order."""
+        return [host for group in self.inventory.node_groups for host in group.hostnames()]

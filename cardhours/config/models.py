@@ -1,0 +1,103 @@
+"""The validated cardhours configuration (see cardhours/examples/cardhours.example.toml)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field, model_validator
+
+from cardhours.config.base import ConfigPath, StrictModel, raise_problems
+from cardhours.config.checks import cross_check
+from cardhours.config.cluster import ClusterConfig, MetricsConfig, PrometheusConfig, SlurmConfig
+from cardhours.config.inventory import InventoryConfig, NodeGroup
+from cardhours.config.org import AccountMapping, Department, Division, NamespaceMapping, OrgConfig
+from cardhours.config.policy import FlagsConfig, QuotasConfig, RatesConfig
+
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = [
+    "AccountMapping",
+    "ClusterConfig",
+    "Config",
+    "Department",
+    "Division",
+    "FlagsConfig",
+    "InventoryConfig",
+    "MetricsConfig",
+    "NamespaceMapping",
+    "NodeGroup",
+    "OrgConfig",
+    "PrometheusConfig",
+    "QuotasConfig",
+    "RatesConfig",
+    "ReportsConfig",
+    "SlurmConfig",
+    "WarehouseConfig",
+]
+
+
+class WarehouseConfig(StrictModel):
+    path: ConfigPath  # DuckDB database file
+
+
+class ReportsConfig(StrictModel):
+    dir: ConfigPath  # monthly outputs land in <dir>/YYYY-MM/
+
+
+class Config(StrictModel):
+    """The whole configuration. Build it with ``load_config`` (paths resolved, errors
+    formatted) or ``parse_config``; cross-section checks run after every section is valid."""
+
+    warehouse: WarehouseConfig
+    reports: ReportsConfig
+    clusters: list[ClusterConfig] = Field(min_length=1)
+    org: OrgConfig = Field(default_factory=OrgConfig)
+    rates: RatesConfig
+    flags: FlagsConfig = Field(default_factory=FlagsConfig)
+    quotas: QuotasConfig = Field(default_factory=QuotasConfig)
+
+    @model_validator(mode="after")
+    def _cross_check(self) -> Config:
+        raise_problems(cross_check(self))
+        return self
+
+    @property
+    def cluster_names(self) -> list[str]:
+        return [cluster.name for cluster in self.clusters]
+
+    def cluster(self, name: str) -> ClusterConfig:
+        """The cluster with this name (``KeyError`` naming the configured ones otherwise)."""
+        for cluster in self.clusters:
+            if cluster.name == name:
+                return cluster
+        raise KeyError(f"unknown cluster {name!r}; configured: {', '.join(self.cluster_names)}")
+
+    def capacity_gpus(self, cluster: str) -> float:
+        """GPUs the cluster can hand out, in the units jobs are charged in: a whole GPU
+        counts 1.0, a MIG-partitioned GPU the summed weights of its layout (1.0 with the
+        default slices/7 weights and a layout that uses all 7 slices)."""
+        total = 0.0
+        for group in self.cluster(cluster).inventory.node_groups:
+            per_gpu = sum(self.rates.mig_weight(p) for p in group.mig_layout) if group.mig_layout else 1.0
+            total += len(group.hostnames()) * group.gpus_per_node * per_gpu
+        return total
+
+    def accounts_frame(self) -> pl.DataFrame:
+        """cluster, account, department, department_name, division, division_name:
+        one row per configured cluster x account mapping that applies to it."""
+        from cardhours.config.frames import accounts_frame
+
+        return accounts_frame(self)
+
+    def namespaces_frame(self) -> pl.DataFrame:
+        """As ``accounts_frame`` with ``namespace`` in place of ``account``."""
+        from cardhours.config.frames import namespaces_frame
+
+        return namespaces_frame(self)
+
+    def inventory_frame(self) -> pl.DataFrame:
+        """One row per cluster x host x GPU x MIG instance (see ``frames.INVENTORY_SCHEMA``)."""
+        from cardhours.config.frames import inventory_frame
+
+        return inventory_frame(self)

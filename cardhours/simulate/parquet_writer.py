@@ -1,0 +1,50 @@
+"""Write one simulated day of samples as `out_dir/metrics/day=YYYY-MM-DD/part-0.parquet`."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from cardhours.schemas import RAW_SAMPLE_SCHEMA, SAMPLE_LABEL_SCHEMA
+
+ROW_GROUP_ROWS = 1 << 20
+COMPRESSION = "zstd"
+COMPRESSION_LEVEL = 1
+# Label columns repeat a few thousand distinct values: dictionary pages. Values go plain;
+# byte-stream-split groups the float64 bytes so zstd finds the (mostly constant) high bytes.
+DICTIONARY_COLUMNS = ["cluster", *(c for c, t in SAMPLE_LABEL_SCHEMA.items() if t == pl.String())]
+FLOAT_COLUMNS = [c for c, t in RAW_SAMPLE_SCHEMA.items() if t == pl.Float64()]
+SORT_COLUMNS = ("hostname", "gpu", "gpu_i_id", "ts")  # generate_day's order; MIG ids null first
+
+
+def day_path(out_dir: Path, day: date) -> Path:
+    """Where the samples of `day` live under a simulator output directory."""
+    return Path(out_dir) / "metrics" / f"day={day.isoformat()}" / "part-0.parquet"
+
+
+def write_day_parquet(frame: pl.DataFrame, out_dir: Path, day: date) -> Path:
+    """Write `frame` (RAW_SAMPLE_SCHEMA, one day) and return the file's path.
+
+    The file is written next to its final name and renamed, so a reader never sees a
+    half-written part."""
+    if list(frame.schema) != list(RAW_SAMPLE_SCHEMA):
+        raise ValueError(f"frame columns {list(frame.schema)} are not RAW_SAMPLE_SCHEMA's")
+    path = day_path(out_dir, day)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    table = frame.to_arrow(compat_level=pl.CompatLevel.newest())  # string views: no copy
+    pq.write_table(
+        table,
+        partial,
+        row_group_size=ROW_GROUP_ROWS,
+        compression=COMPRESSION,
+        compression_level=COMPRESSION_LEVEL,
+        use_dictionary=DICTIONARY_COLUMNS,
+        use_byte_stream_split=FLOAT_COLUMNS,
+        sorting_columns=[pq.SortingColumn(table.column_names.index(c), nulls_first=True) for c in SORT_COLUMNS],
+    )
+    partial.replace(path)
+    return path

@@ -1,0 +1,148 @@
+"""Ground truth of a simulation: the allocations handed to the sample generator, the
+per-run sample statistics accumulated day by day, and ``truth.parquet`` (docs/design.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from cardhours.simulate.cluster import mig_fraction
+from cardhours.simulate.jobs import Org
+from cardhours.simulate.scheduler import Run
+
+ALLOCATION_SCHEMA: dict[str, pl.DataType] = {
+    "job_id_raw": pl.String(),
+    "run_index": pl.Int32(),
+    "hostname": pl.String(),
+    "gpu": pl.Int16(),
+    "gpu_i_id": pl.Int16(),
+    "start_time": pl.Datetime("us"),
+    "end_time": pl.Datetime("us"),
+    "kind": pl.String(),
+    "seed": pl.Int64(),
+}
+
+TRUTH_SCHEMA: dict[str, pl.DataType] = {
+    "cluster": pl.String(),
+    "job_id": pl.String(),
+    "job_id_raw": pl.String(),
+    "run_index": pl.Int32(),
+    "job_name": pl.String(),
+    "user_name": pl.String(),
+    "account": pl.String(),
+    "department": pl.String(),
+    "division": pl.String(),
+    "partition_name": pl.String(),
+    "qos": pl.String(),
+    "state": pl.String(),
+    "submit_time": pl.Datetime("us"),
+    "eligible_time": pl.Datetime("us"),
+    "start_time": pl.Datetime("us"),
+    "end_time": pl.Datetime("us"),
+    "gpus": pl.Float64(),
+    "gpu_slots": pl.Int32(),
+    "hosts": pl.List(pl.String()),
+    "gpu_instances": pl.List(pl.String()),
+    "gpu_model": pl.String(),
+    "mig_profile": pl.String(),
+    "kind": pl.String(),
+    "true_mean_sm_active": pl.Float64(),
+    "gpu_seconds": pl.Float64(),
+    "n_samples": pl.Int64(),
+}
+
+_STATS_SCHEMA: dict[str, pl.DataType] = {
+    "job_id_raw": pl.String(),
+    "run_index": pl.Int32(),
+    "n_samples": pl.Int64(),
+    "sm_sum": pl.Float64(),
+    "sm_count": pl.Int64(),
+}
+
+
+def run_seed(seed: int, job_id_raw: str, run_index: int) -> int:
+    """A per-run seed (non-negative Int64) derived from the simulation seed."""
+    state = np.random.SeedSequence([seed, int(job_id_raw), run_index]).generate_state(2, dtype=np.uint64)
+    return int(state[0] >> np.uint64(1))
+
+
+def allocations_frame(runs: list[Run], seed: int) -> pl.DataFrame:
+    """One row per (started run, GPU or MIG instance); end clipped to the window end."""
+    rows = [
+        (run.job_id_raw, run.run_index, host, gpu, gi_id, run.start, run.alloc_end, run.job.kind,
+         run_seed(seed, run.job_id_raw, run.run_index))
+        for run in runs
+        if run.start is not None
+        for host, gpu, gi_id in run.instances
+    ]
+    return pl.DataFrame(rows, schema=ALLOCATION_SCHEMA, orient="row")
+
+
+class TruthAccumulator:
+    """Sums each run's samples (``hpc_job == job_id_raw`` and ``start <= ts < end``) day by day."""
+
+    def __init__(self, allocations: pl.DataFrame) -> None:
+        self._windows = allocations.select("job_id_raw", "run_index", "start_time", "end_time").unique()
+        self._parts: list[pl.DataFrame] = []
+
+    def add_day(self, samples: pl.DataFrame) -> None:
+        part = (
+            samples.lazy()
+            .select("hpc_job", "ts", "sm_active")
+            .filter(pl.col("hpc_job").is_not_null())
+            .join(self._windows.lazy(), left_on="hpc_job", right_on="job_id_raw")
+            .filter((pl.col("ts") >= pl.col("start_time")) & (pl.col("ts") < pl.col("end_time")))
+            .group_by(pl.col("hpc_job").alias("job_id_raw"), "run_index")
+            .agg(
+                pl.len().cast(pl.Int64).alias("n_samples"),
+                pl.col("sm_active").sum().alias("sm_sum"),
+                pl.col("sm_active").count().cast(pl.Int64).alias("sm_count"),
+            )
+            .collect()
+        )
+        self._parts.append(part.cast(_STATS_SCHEMA))  # type: ignore[arg-type]
+
+    def totals(self) -> pl.DataFrame:
+        """job_id_raw, run_index, n_samples, sm_sum, sm_count summed over the days added."""
+        if not self._parts:
+            return pl.DataFrame(schema=_STATS_SCHEMA)
+        return pl.concat(self._parts).group_by("job_id_raw", "run_index").agg(pl.all().sum())
+
+
+def _instance(host: str, gpu: int, gi_id: int | None) -> str:
+    return f"{host}:{gpu}" if gi_id is None else f"{host}:{gpu}:{gi_id}"
+
+
+def _truth_row(run: Run, org: Org, models: dict[str, str], cluster: str) -> dict[str, object]:
+    job = run.job
+    account = org.account(job.account)
+    department = account.department if account.mapped else None
+    division = next((d for k, _, d in org.departments if k == department), None)
+    profile = job.request.mig_profile
+    fraction = mig_fraction(profile) if profile else 1.0
+    if run.instances:
+        gpu_model: str | None = models[run.instances[0][0]]
+    else:
+        gpu_model = job.request.models[0] if job.typed or profile else None
+    seconds = (run.alloc_end - run.start).total_seconds() if run.start and run.alloc_end else 0.0
+    return {
+        "cluster": cluster, "job_id": run.job_id, "job_id_raw": run.job_id_raw, "run_index": run.run_index,
+        "job_name": job.name, "user_name": job.user.name, "account": job.account, "department": department,
+        "division": division, "partition_name": job.partition, "qos": job.qos, "state": run.state,
+        "submit_time": run.submit, "eligible_time": run.eligible, "start_time": run.start, "end_time": run.end,
+        "gpus": job.slots * fraction, "gpu_slots": len(run.instances), "hosts": run.hosts,
+        "gpu_instances": [_instance(*i) for i in run.instances], "gpu_model": gpu_model, "mig_profile": profile,
+        "kind": job.kind, "gpu_seconds": seconds * len(run.instances) * fraction,
+    }
+
+
+def truth_frame(runs: list[Run], org: Org, inventory: pl.DataFrame, cluster: str, stats: pl.DataFrame) -> pl.DataFrame:
+    """``truth.parquet``: one row per job run, with sample statistics from ``stats``."""
+    models = dict(inventory.select("hostname", "gpu_model").unique().iter_rows())
+    rows = [_truth_row(run, org, models, cluster) for run in runs]
+    base = pl.DataFrame(rows, schema={k: v for k, v in TRUTH_SCHEMA.items() if k not in ("true_mean_sm_active", "n_samples")})
+    joined = base.join(stats, on=["job_id_raw", "run_index"], how="left", validate="1:1", maintain_order="left")
+    return joined.with_columns(
+        pl.when(pl.col("sm_count") > 0).then(pl.col("sm_sum") / pl.col("sm_count")).alias("true_mean_sm_active"),
+        pl.col("n_samples").fill_null(0),
+    ).select(list(TRUTH_SCHEMA)).cast(TRUTH_SCHEMA)  # type: ignore[arg-type]

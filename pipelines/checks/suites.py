@@ -1,0 +1,110 @@
+"""Expectation suites for the raw tables, built in code (no GX project directory).
+
+Column-map expectations skip nulls, so a nullable metric (`gpu_util`, `power_w`, `energy_mj` on
+MIG rows, or a field a site does not export) is range-checked only where it is present; the
+key columns get an explicit not-null expectation. Every expectation uses `mostly=1.0`: one bad
+row fails the suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import great_expectations as gx
+import great_expectations.expectations as gxe
+import polars as pl
+
+from cardhours.schemas import RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
+
+RATIO_COLUMNS: tuple[str, ...] = (
+    "gr_engine_active",
+    "sm_active",
+    "sm_occupancy",
+    "tensor_active",
+    "dram_active",
+)
+SAMPLE_KEY_COLUMNS: tuple[str, ...] = ("cluster", "day", "ts", "hostname", "gpu", "uuid")
+SACCT_KEY_COLUMNS: tuple[str, ...] = (
+    "job_id",
+    "job_id_raw",
+    "state",
+    "submit_time",
+    "cluster",
+    "day",
+    "line_no",
+)
+# 123 | 123_7 | 123_[1-9%2] (pending array, with throttle) | 123+0 (het job) | any of those
+# followed by a step: .batch .extern .0
+SLURM_JOB_ID_REGEX = r"^\d+([_+][\d\[\]\-,%]+)?(\.[A-Za-z0-9_]+)?$"
+MAX_POWER_W = 2000.0
+
+
+def between(
+    column: str,
+    min_value: float | None = None,
+    max_value: float | None = None,
+    *,
+    strict_max: bool = False,
+) -> gxe.ExpectColumnValuesToBeBetween:
+    """Every non-null value of `column` within [min_value, max_value] (either bound optional)."""
+    return gxe.ExpectColumnValuesToBeBetween(
+        column=column,
+        min_value=min_value,
+        max_value=max_value,
+        strict_max=strict_max,
+        mostly=1.0,
+    )
+
+
+def suite_from_schema(
+    name: str,
+    schema: Mapping[str, pl.DataType],
+    *,
+    non_null: Iterable[str] = (),
+    extra: Iterable[gxe.Expectation] = (),
+) -> gx.ExpectationSuite:
+    """A suite: columns exactly `schema`'s names in order, `non_null` columns free of nulls, plus `extra`.
+
+    Types are not checked here: the warehouse DDL and the polars schemas on ingest own them, and
+    GX type names differ between the pandas and SQL backends.
+    """
+    columns = list(schema)
+    required = list(non_null)
+    unknown = [column for column in required if column not in schema]
+    if unknown:
+        raise ValueError(f"non_null columns {unknown} are not in the schema of {name!r}")
+    expectations: list[gxe.Expectation] = [gxe.ExpectTableColumnsToMatchOrderedList(column_list=columns)]
+    expectations += [gxe.ExpectColumnValuesToNotBeNull(column=column, mostly=1.0) for column in required]
+    for expectation in extra:
+        column = getattr(expectation, "column", None)
+        if column is not None and column not in schema:
+            raise ValueError(f"{type(expectation).__name__} names column {column!r}, not in {name!r}")
+        expectations.append(expectation)
+    suite = gx.ExpectationSuite(name=name, expectations=expectations)
+    # ExpectationSuite logs and drops an expectation it cannot process; never lose one silently.
+    if len(suite.expectations) != len(expectations):
+        raise ValueError(f"suite {name!r} dropped expectations while being built")
+    return suite
+
+
+def raw_dcgm_samples_suite() -> gx.ExpectationSuite:
+    """`raw.dcgm_samples`: RAW_SAMPLE_SCHEMA columns, non-null keys, physical value ranges."""
+    ranges = [
+        between("gpu_util", 0, 100),
+        *(between(column, 0, 1) for column in RATIO_COLUMNS),
+        between("fb_used_mib", 0),
+        between("fb_free_mib", 0),
+        between("power_w", 0, MAX_POWER_W, strict_max=True),
+        between("energy_mj", 0),
+    ]
+    return suite_from_schema(
+        "raw.dcgm_samples", RAW_SAMPLE_SCHEMA, non_null=SAMPLE_KEY_COLUMNS, extra=ranges
+    )
+
+
+def raw_slurm_sacct_suite() -> gx.ExpectationSuite:
+    """`raw.slurm_sacct`: RAW_SACCT_SCHEMA columns, non-null keys, Slurm-shaped job ids."""
+    job_id = gxe.ExpectColumnValuesToMatchRegex(column="job_id", regex=SLURM_JOB_ID_REGEX, mostly=1.0)
+    return suite_from_schema(
+        "raw.slurm_sacct", RAW_SACCT_SCHEMA, non_null=SACCT_KEY_COLUMNS, extra=[job_id]
+    )

@@ -1,0 +1,40 @@
+"""The Dagster code location (``dagster dev`` loads ``defs``; see ``[tool.dagster]`` in pyproject).
+
+The config file comes from ``CARDHOURS_CONFIG`` when a run starts (an ``EnvVar``: read at
+run time, not at import), or from ``build_definitions(path)`` when the CLI drives a run.
+"""
+
+from __future__ import annotations
+
+from dagster import Definitions, EnvVar
+
+from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
+from pipelines.assets.marts import fct_job_usage_asset, mart_cluster_monthly_asset, mart_department_monthly_asset
+from pipelines.assets.reports import review_html
+from pipelines.assets.staging import stg_dcgm__gpu_hourly_asset, stg_slurm__jobs_asset
+from pipelines.jobs import daily_ingest_job, daily_ingest_schedule, monthly_review_job, monthly_review_schedule
+from pipelines.resources import CardhoursResource
+
+ASSETS = [
+    raw_dcgm_samples,
+    raw_slurm_sacct,
+    stg_dcgm__gpu_hourly_asset,
+    stg_slurm__jobs_asset,
+    fct_job_usage_asset,
+    mart_department_monthly_asset,
+    mart_cluster_monthly_asset,
+    review_html,
+]
+
+
+def build_definitions(config_path: str | EnvVar) -> Definitions:
+    """All assets, jobs and schedules, bound to one config file."""
+    return Definitions(
+        assets=ASSETS,
+        jobs=[daily_ingest_job, monthly_review_job],
+        schedules=[daily_ingest_schedule, monthly_review_schedule],
+        resources={"cardhours": CardhoursResource(config_path=config_path)},
+    )
+
+
+defs = build_definitions(EnvVar("CARDHOURS_CONFIG"))

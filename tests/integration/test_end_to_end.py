@@ -1,0 +1,112 @@
+"""One end-to-end run: simulate a month, run it through Dagster, check numbers against the truth."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from cardhours.cli import app
+
+pytestmark = [pytest.mark.slow]
+
+MONTH = "2026-10"
+TABLES = [
+    "raw.dcgm_samples",
+    "raw.slurm_sacct",
+    "raw.quarantine",
+    "staging.stg_dcgm__gpu_hourly",
+    "staging.stg_slurm__jobs",
+    "marts.fct_job_usage",
+    "marts.mart_department_monthly",
+    "marts.mart_cluster_monthly",
+]
+
+
+@pytest.fixture(scope="module")
+def month_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("e2e")
+    runner = CliRunner()
+    sim = runner.invoke(app, ["simulate", "--out", str(root / "sim"), "--gpus", "16", "--days", "31",
+                              "--start", "2026-10-01", "--seed", "11", "--step", "300", "--metrics-format", "parquet"])
+    assert sim.exit_code == 0, sim.output
+    config = root / "sim" / "cardhours.toml"
+    first = runner.invoke(app, ["run", "--config", str(config), "--month", MONTH])
+    assert first.exit_code == 0, first.output
+    database = next((root / "sim").glob("*.duckdb"))
+    snapshot = _snapshot(database)
+    second = runner.invoke(app, ["run", "--config", str(config), "--month", MONTH])
+    assert second.exit_code == 0, second.output
+    return {"root": root, "config": config, "database": database, "first": snapshot, "output": first.output}
+
+
+def _snapshot(database: Path) -> dict[str, str]:
+    """A digest of every table's rows in a canonical order."""
+    conn = duckdb.connect(str(database), read_only=True)
+    try:
+        digests = {}
+        for table in TABLES:
+            frame = conn.sql(f"SELECT * FROM {table}").pl()  # table names from the fixed list above
+            frame = frame.with_columns(pl.col(pl.List(pl.String)).list.join(","))
+            ordered = frame.sort(frame.columns, nulls_last=True)
+            digests[table] = hashlib.sha256(ordered.write_csv().encode()).hexdigest()
+        return digests
+    finally:
+        conn.close()
+
+
+def _read(database: Path, sql: str) -> pl.DataFrame:
+    conn = duckdb.connect(str(database), read_only=True)
+    try:
+        return conn.sql(sql).pl()
+    finally:
+        conn.close()
+
+
+def test_outputs_are_printed_and_written(month_run: dict) -> None:
+    review = month_run["root"] / "sim" / "reports" / MONTH / "review.html"
+    assert review.is_file()
+    assert str(review) in month_run["output"].replace("\n", "")
+    html = review.read_text()
+    assert html.count("<html") == 1
+
+
+def test_rerun_gives_identical_rows(month_run: dict) -> None:
+    assert _snapshot(month_run["database"]) == month_run["first"]
+
+
+def test_gpu_hours_match_truth(month_run: dict) -> None:
+    truth = pl.read_parquet(month_run["root"] / "sim" / "truth.parquet")
+    usage = _read(month_run["database"], "SELECT * FROM marts.fct_job_usage")
+    expected = truth["gpu_seconds"].sum() / 3600
+    assert usage["gpu_hours"].sum() == pytest.approx(expected, rel=1e-9)
+    departments = _read(month_run["database"], "SELECT * FROM marts.mart_department_monthly")
+    assert departments["gpu_hours"].sum() == pytest.approx(expected, rel=1e-9)
+
+
+def test_utilization_matches_true_sm_activity(month_run: dict) -> None:
+    truth = pl.read_parquet(month_run["root"] / "sim" / "truth.parquet").filter(pl.col("n_samples") > 0)
+    usage = _read(month_run["database"], "SELECT * FROM marts.fct_job_usage WHERE n_samples > 0")
+    joined = truth.join(usage, left_on=["job_id_raw", "start_time"], right_on=["job_id_raw", "start_time"])
+    assert joined.height >= 0.95 * truth.height
+    error = (joined["utilization"] - joined["true_mean_sm_active"]).abs()
+    assert error.median() < 0.01
+    assert (joined["utilization_signal"] == "sm_active").all()
+
+
+def test_unmapped_account_is_reported_not_dropped(month_run: dict) -> None:
+    departments = _read(month_run["database"], "SELECT department, gpu_hours FROM marts.mart_department_monthly")
+    assert "unmapped" in departments["department"].to_list()
+
+
+def test_cluster_headline_is_consistent(month_run: dict) -> None:
+    cluster = _read(month_run["database"], "SELECT * FROM marts.mart_cluster_monthly").row(0, named=True)
+    assert cluster["month"] == date(2026, 10, 1)
+    assert cluster["capacity_gpu_hours"] == pytest.approx(16 * 31 * 24)
+    assert 0.2 < cluster["allocation_ratio"] < 1.0
+    assert cluster["allocated_gpu_hours"] + cluster["infra_idle_gpu_hours"] == pytest.approx(cluster["capacity_gpu_hours"])
