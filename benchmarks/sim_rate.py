@@ -26,7 +26,8 @@ import polars as pl
 from cardhours.simulate.parquet_writer import write_day_parquet
 from cardhours.simulate.samples import generate_day
 
-MODELS = {"H100": ("NVIDIA H100 80GB HBM3", 81559), "H200": ("NVIDIA H200", 143771), "A100": ("NVIDIA A100-SXM4-80GB", 81920)}
+MODELS = {"H100": ("NVIDIA H100 80GB HBM3", 81559), "H200": ("NVIDIA H200", 143771),
+          "A100": ("NVIDIA A100-SXM4-80GB", 81920)}
 KINDS = ["dense", "bursty", "starved", "hog", "tiny", "idle_tail", "idle"]
 KIND_WEIGHTS = [0.45, 0.12, 0.1, 0.06, 0.05, 0.12, 0.1]
 

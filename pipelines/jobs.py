@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dagster import AssetSelection, build_schedule_from_partitioned_job, define_asset_job
 
-from pipelines.partitions import daily_partitions, monthly_partitions
 
 DAILY_GROUPS = AssetSelection.assets(["raw", "dcgm_samples"], ["raw", "slurm_sacct"], ["staging", "stg_dcgm__gpu_hourly"])
 MONTHLY_GROUPS = AssetSelection.groups("marts", "reports") | AssetSelection.assets(["staging", "stg_slurm__jobs"])
@@ -12,14 +11,12 @@ MONTHLY_GROUPS = AssetSelection.groups("marts", "reports") | AssetSelection.asse
 daily_ingest_job = define_asset_job(
     "daily_ingest",
     selection=DAILY_GROUPS,
-    partitions_def=daily_partitions,
     description="Land one UTC day of DCGM samples and sacct rows, and roll the samples up per hour.",
 )
 
 monthly_review_job = define_asset_job(
     "monthly_review",
     selection=MONTHLY_GROUPS,
-    partitions_def=monthly_partitions,
     description="Build the month's job runs, marts and reports from the landed days.",
 )
 

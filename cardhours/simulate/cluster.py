@@ -114,42 +114,6 @@ def build_cluster(name: str, gpus: int, seed: int) -> Cluster:
     return Cluster(name=name, nodes=nodes)
 
 
-def _uuid(rng: np.random.Generator) -> str:
-    h = rng.integers(0, 256, size=16, dtype=np.uint8).tobytes().hex()
-    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def build_inventory(cluster: Cluster, seed: int) -> pl.DataFrame:
-    """One row per GPU or MIG instance, columns as docs/design.md ``inventory.parquet``."""
-    rng = np.random.default_rng([seed, 11])
-    rows: list[dict[str, object]] = []
-    for node in cluster.nodes:
-        for gpu in range(GPUS_PER_NODE):
-            base = {
-                "cluster": cluster.name,
-                "hostname": node.hostname,
-                "gpu": gpu,
-                "uuid": _uuid(rng),
-                "pci_bus_id": f"00000000:{PCI_BUSES[gpu]:02X}:00.0",
-                "device": f"nvidia{gpu}",
-                "model_name": node.model.model_name,
-                "gpu_model": node.model.gpu_model,
-                "nvlink_domain": node.nvlink_domain,
-                "switch_group": node.switch_group,
-            }
-            if node.mig_layout is None:
-                rows.append(
-                    base | {"memory_mib": node.model.memory_mib, "gpu_i_id": None, "gpu_i_profile": None}
-                )
-            else:
-                for gi_id, profile in zip(MIG_GI_IDS, node.mig_layout, strict=True):
-                    rows.append(
-                        base
-                        | {"memory_mib": MIG_MEMORY_MIB[profile], "gpu_i_id": gi_id, "gpu_i_profile": profile}
-                    )
-    return pl.DataFrame(rows, schema=INVENTORY_SCHEMA, orient="row")
-
-
 INVENTORY_SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
     "hostname": pl.String(),
@@ -165,6 +129,53 @@ INVENTORY_SCHEMA: dict[str, pl.DataType] = {
     "nvlink_domain": pl.String(),
     "switch_group": pl.String(),
 }
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A schedulable device: a whole GPU or a MIG instance (same order as the inventory)."""
+
+    node: int
+    hostname: str
+    gpu: int
+    gi_id: int | None
+    profile: str | None
+    gpu_model: str
+
+
+def slot_table(cluster: Cluster) -> tuple[Slot, ...]:
+    """Every GPU or MIG instance, by node, GPU and instance."""
+    out: list[Slot] = []
+    for node in cluster.nodes:
+        for gpu in range(GPUS_PER_NODE):
+            layout = zip(MIG_GI_IDS, node.mig_layout, strict=True) if node.mig_layout else [(None, None)]
+            for gi_id, profile in layout:
+                out.append(Slot(node.index, node.hostname, gpu, gi_id, profile, node.model.gpu_model))
+    return tuple(out)
+
+
+def _uuid(rng: np.random.Generator) -> str:
+    h = rng.integers(0, 256, size=16, dtype=np.uint8).tobytes().hex()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def build_inventory(cluster: Cluster, seed: int) -> pl.DataFrame:
+    """One row per slot, columns as docs/design.md ``inventory.parquet``; MIG instances
+    share their GPU's uuid and bus id and carry the instance's memory."""
+    rng = np.random.default_rng([seed, 11])
+    uuids: dict[tuple[int, int], str] = {}
+    rows = []
+    for slot in slot_table(cluster):
+        node = cluster.nodes[slot.node]
+        if (slot.node, slot.gpu) not in uuids:
+            uuids[slot.node, slot.gpu] = _uuid(rng)
+        memory = MIG_MEMORY_MIB[slot.profile] if slot.profile else node.model.memory_mib
+        rows.append((
+            cluster.name, slot.hostname, slot.gpu, uuids[slot.node, slot.gpu],
+            f"00000000:{PCI_BUSES[slot.gpu]:02X}:00.0", f"nvidia{slot.gpu}", node.model.model_name,
+            node.model.gpu_model, memory, slot.gi_id, slot.profile, node.nvlink_domain, node.switch_group,
+        ))
+    return pl.DataFrame(rows, schema=INVENTORY_SCHEMA, orient="row")
 
 
 def node_groups(cluster: Cluster) -> list[NodeGroup]:
@@ -211,29 +222,6 @@ class Request:
     mig_profile: str | None = None
 
 
-@dataclass(frozen=True)
-class Slot:
-    """A schedulable device: a whole GPU or a MIG instance (same order as the inventory)."""
-
-    node: int
-    hostname: str
-    gpu: int
-    gi_id: int | None
-    profile: str | None
-    gpu_model: str
-
-
-def slot_table(cluster: Cluster) -> tuple[Slot, ...]:
-    """Every slot, in inventory row order."""
-    out: list[Slot] = []
-    for node in cluster.nodes:
-        for gpu in range(GPUS_PER_NODE):
-            layout = zip(MIG_GI_IDS, node.mig_layout) if node.mig_layout else [(None, None)]
-            for gi_id, profile in layout:
-                out.append(Slot(node.index, node.hostname, gpu, gi_id, profile, node.model.gpu_model))
-    return tuple(out)
-
-
 class FreeSlots:
     """The free slots of each node, and the placement rules (pack first, then topology)."""
 
@@ -244,10 +232,15 @@ class FreeSlots:
         for i, slot in enumerate(self.slots):
             self.free[slot.node].add(i)
         self.size = [len(f) for f in self.free]
+        self.whole: dict[str, list[Node]] = {}
+        for node in cluster.nodes:
+            if node.mig_layout is None:
+                self.whole.setdefault(node.model.gpu_model, []).append(node)
+        self.mig_nodes = [n for n in cluster.nodes if n.mig_layout is not None]
 
     def copy(self) -> FreeSlots:
         other = object.__new__(FreeSlots)
-        other.cluster, other.slots, other.size = self.cluster, self.slots, self.size
+        other.__dict__.update(self.__dict__)
         other.free = [set(f) for f in self.free]
         return other
 
@@ -259,6 +252,12 @@ class FreeSlots:
         for i in ids:
             self.free[self.slots[i].node].add(i)
 
+    def eligible_nodes(self, request: Request) -> frozenset[int]:
+        """Indices of the nodes a request may be placed on."""
+        if request.mig_profile is not None:
+            return frozenset(n.index for n in self.mig_nodes)
+        return frozenset(n.index for m in request.models for n in self.whole.get(m, []))
+
     def place(self, request: Request, blocked: frozenset[int] = frozenset()) -> tuple[int, ...] | None:
         """Slot ids for the request among free slots not in ``blocked``, or None."""
         if request.mig_profile is not None:
@@ -267,21 +266,24 @@ class FreeSlots:
             return self._place_nodes(request, blocked)
         return self._place_gpus(request, blocked)
 
-    def _whole(self, model: str) -> list[Node]:
-        return [n for n in self.cluster.nodes if n.mig_layout is None and n.model.gpu_model == model]
+    def _usable(self, node: Node, blocked: frozenset[int]) -> set[int]:
+        free = self.free[node.index]
+        return free - blocked if blocked else free
 
     def _place_gpus(self, request: Request, blocked: frozenset[int]) -> tuple[int, ...] | None:
         best: set[int] | None = None  # best fit: the node with the fewest usable GPUs that suffice
         for model in request.models:
-            for node in self._whole(model):
-                usable = self.free[node.index] - blocked
+            for node in self.whole.get(model, []):
+                if len(self.free[node.index]) < request.gpus:
+                    continue
+                usable = self._usable(node, blocked)
                 if len(usable) >= request.gpus and (best is None or len(usable) < len(best)):
                     best = usable
         return tuple(sorted(best)[: request.gpus]) if best is not None else None
 
     def _place_nodes(self, request: Request, blocked: frozenset[int]) -> tuple[int, ...] | None:
         for model in request.models:
-            idle = [n for n in self._whole(model) if len(self.free[n.index] - blocked) == self.size[n.index]]
+            idle = [n for n in self.whole.get(model, []) if len(self._usable(n, blocked)) == self.size[n.index]]
             if len(idle) < request.nodes:
                 continue
             by_switch: dict[str, list[Node]] = {}
@@ -298,14 +300,14 @@ class FreeSlots:
 
     def _place_mig(self, profile: str, blocked: frozenset[int]) -> tuple[int, ...] | None:
         best: tuple[int, int] | None = None  # (free instances left on that GPU, slot id)
-        for node in self.cluster.nodes:
-            if node.mig_layout is None:
+        for node in self.mig_nodes:
+            candidates = [i for i in self._usable(node, blocked) if self.slots[i].profile == profile]
+            if not candidates:
                 continue
             free_per_gpu: dict[int, int] = {}
             for i in self.free[node.index]:
                 free_per_gpu[self.slots[i].gpu] = free_per_gpu.get(self.slots[i].gpu, 0) + 1
-            for i in self.free[node.index] - blocked:
-                if self.slots[i].profile == profile:
-                    key = (free_per_gpu[self.slots[i].gpu], i)
-                    best = key if best is None or key < best else best
+            for i in candidates:
+                key = (free_per_gpu[self.slots[i].gpu], i)
+                best = key if best is None or key < best else best
         return (best[1],) if best is not None else None

@@ -8,8 +8,10 @@ Times are integer seconds from the window start.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import date
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -33,10 +35,11 @@ DIVISIONS = {"research": "Research", "product": "Product"}
 ACCOUNT_SUFFIXES = ("train", "infer", "dev")
 UNMAPPED_ACCOUNT = "legacy-ml"
 SURNAMES = (
-    "kumar chen garcia smith nguyen mueller rossi tanaka silva okafor novak ivanova kim "
-    "haddad olsen dubois moreau fischer lopez khan patel singh wang li zhang jensen "
-    "costa santos ali yilmaz kowalski horvat bauer meyer ito sato park cohen levi brown"
-).split()
+    "kumar", "chen", "garcia", "smith", "nguyen", "mueller", "rossi", "tanaka", "silva", "okafor",
+    "novak", "ivanova", "kim", "haddad", "olsen", "dubois", "moreau", "fischer", "lopez", "khan",
+    "patel", "singh", "wang", "li", "zhang", "jensen", "costa", "santos", "ali", "yilmaz",
+    "kowalski", "horvat", "bauer", "meyer", "ito", "sato", "park", "cohen", "levi", "brown",
+)
 
 
 @dataclass(frozen=True)
@@ -147,15 +150,27 @@ class _Partition:
 
 
 PARTITIONS = {
-    "train": _Partition(5.0, 1.3, 4 * DAY, 0.15, ("llm-pretrain", "vit-finetune", "ddp-train", "bert-ft", "diffusion", "rl-ppo"),
-                        {"dense": .52, "starved": .14, "idle_tail": .12, "hog": .05, "tiny": .03, "idle": .06, "bursty": .08}, {},
-                        {1: .22, 2: .15, 4: .2, 8: .3, 16: .07, 32: .04, 64: .02}),
-    "infer": _Partition(2.0, 1.1, 2 * DAY, 0.2, ("serve-api", "batch-infer", "embed", "eval"),
-                        {"bursty": .55, "dense": .1, "idle": .1, "hog": .12, "tiny": .05, "starved": .08},
-                        {"bursty": .6, "dense": .1, "idle": .12, "tiny": .08, "starved": .1}, {1: .6, 2: .25, 4: .1, 8: .05}),
-    "debug": _Partition(0.4, 0.9, 36 * HOUR, 0.0, ("jupyter", "bash", "interactive", "notebook"),
-                        {"idle": .3, "tiny": .15, "dense": .2, "starved": .15, "bursty": .1, "idle_tail": .1},
-                        {"idle": .3, "tiny": .2, "dense": .2, "starved": .15, "bursty": .15}, {1: .6, 2: .2, 4: .12, 8: .08}),
+    "train": _Partition(
+        median_hours=5.0, sigma=1.3, max_limit=4 * DAY, qos_high=0.15,
+        names=("llm-pretrain", "vit-finetune", "ddp-train", "bert-ft", "diffusion", "rl-ppo"),
+        kinds={"dense": .52, "starved": .14, "idle_tail": .12, "hog": .05, "tiny": .03, "idle": .06, "bursty": .08},
+        mig_kinds={},
+        sizes={1: .22, 2: .15, 4: .2, 8: .3, 16: .07, 32: .04, 64: .02},
+    ),
+    "infer": _Partition(
+        median_hours=2.0, sigma=1.1, max_limit=2 * DAY, qos_high=0.2,
+        names=("serve-api", "batch-infer", "embed", "eval"),
+        kinds={"bursty": .55, "dense": .1, "idle": .1, "hog": .12, "tiny": .05, "starved": .08},
+        mig_kinds={"bursty": .6, "dense": .1, "idle": .12, "tiny": .08, "starved": .1},
+        sizes={1: .6, 2: .25, 4: .1, 8: .05},
+    ),
+    "debug": _Partition(  # max 36 h: forgotten sessions sit idle for 20-30 h
+        median_hours=0.4, sigma=0.9, max_limit=36 * HOUR, qos_high=0.0,
+        names=("jupyter", "bash", "interactive", "notebook"),
+        kinds={"idle": .3, "tiny": .15, "dense": .2, "starved": .15, "bursty": .1, "idle_tail": .1},
+        mig_kinds={"idle": .3, "tiny": .2, "dense": .2, "starved": .15, "bursty": .15},
+        sizes={1: .6, 2: .2, 4: .12, 8: .08},
+    ),
 }
 LIMITS = (1800, HOUR, 2 * HOUR, 4 * HOUR, 8 * HOUR, 12 * HOUR, DAY, 36 * HOUR, 2 * DAY, 3 * DAY, 4 * DAY)
 MIG_PROFILES = {"3g.40gb": 0.3, "2g.20gb": 0.3, "1g.10gb": 0.4}
@@ -163,7 +178,11 @@ MIG_CPUS = {"3g.40gb": 8, "2g.20gb": 4, "1g.10gb": 2}
 EXIT_CODES = ("1:0", "1:0", "2:0", "127:0", "139:0")
 
 
-def _choice(rng: np.random.Generator, weights: dict) -> object:
+K = TypeVar("K")
+
+
+def _choice(rng: np.random.Generator, weights: Mapping[K, float]) -> K:
+    """A key drawn with probability proportional to its weight."""
     keys = list(weights)
     p = np.array([weights[k] for k in keys], dtype=float)
     return keys[int(rng.choice(len(keys), p=p / p.sum()))]
@@ -181,13 +200,13 @@ def _whole_models(cluster: Cluster) -> dict[str, int]:
 def _request(rng: np.random.Generator, cluster: Cluster, partition: str, mig: bool) -> tuple[Request, bool]:
     """The GPU request and whether it is typed."""
     if mig:
-        return Request(1, 1, ("A100",), str(_choice(rng, MIG_PROFILES))), True
+        return Request(1, 1, ("A100",), _choice(rng, MIG_PROFILES)), True
     models = _whole_models(cluster)
     typed = bool(rng.random() < 0.35)
-    chosen = (str(_choice(rng, models)),) if typed else tuple(models)
-    max_nodes = max(1, max(models[m] for m in chosen) // 2)
+    chosen = (_choice(rng, models),) if typed else tuple(models)
+    max_nodes = max(1, int(0.8 * max(models[m] for m in chosen)))  # never the whole pool
     sizes = {s: w for s, w in PARTITIONS[partition].sizes.items() if s <= 8 or s // 8 <= max_nodes}
-    gpus = int(_choice(rng, sizes))
+    gpus = _choice(rng, sizes)
     return Request(gpus, max(1, gpus // 8), chosen), typed
 
 
@@ -199,13 +218,13 @@ def _timelimit(rng: np.random.Generator, duration: int, max_limit: int) -> int:
     return min([v for v in LIMITS if v >= want and v <= max_limit], default=max_limit)
 
 
-def _task(rng: np.random.Generator, partition: str, user: User, mig: bool, nodes: int) -> dict:
+def _task(rng: np.random.Generator, partition: str, user: User, mig: bool, nodes: int) -> dict[str, Any]:
     """Runtime, limit, workload kind and fate of one job or array task."""
     part = PARTITIONS[partition]
     weights = dict(part.mig_kinds if mig else part.kinds)
     if user.sloppy:
         weights = {k: w * (3.0 if k in WASTEFUL else 1.0) for k, w in weights.items()}
-    kind = str(_choice(rng, weights))
+    kind = _choice(rng, weights)
     median = part.median_hours * HOUR * (3.0 if mig else 1.0)  # slices mostly serve models: longer
     duration = int(np.clip(rng.lognormal(np.log(median), part.sigma), 60, 6 * DAY))
     timelimit = _timelimit(rng, duration, part.max_limit)
@@ -213,17 +232,19 @@ def _task(rng: np.random.Generator, partition: str, user: User, mig: bool, nodes
         kind = "dense"
     if partition == "debug" and kind == "idle" and rng.random() < 0.5:
         duration, timelimit = int(rng.uniform(20, 30) * HOUR), 36 * HOUR  # forgotten session
-    fate: dict = {}
+    fate: dict[str, Any] = {}
     u = rng.random()
     if u < 0.07:
-        fate = {"fail_after": max(30, int(duration * rng.uniform(0.005, 0.6))), "exit_code": str(rng.choice(EXIT_CODES))}
+        fail_after = max(30, int(duration * rng.uniform(0.005, 0.6)))
+        fate = {"fail_after": fail_after, "exit_code": str(rng.choice(EXIT_CODES))}
     elif u < 0.12:
         uid = user.uid if rng.random() < 0.9 else 0
         fate = {"cancel_after": max(60, int(duration * rng.uniform(0.05, 0.9))), "canceller_uid": uid}
     elif u < 0.135 and duration > HOUR:
         fate = {"node_fail_after": int(duration * rng.uniform(0.1, 0.9))}
     if rng.random() < 0.06:
-        fate |= {"patience": int(rng.uniform(600, 12 * HOUR)), "canceller_uid": fate.get("canceller_uid", user.uid)}
+        fate["patience"] = int(rng.uniform(600, 12 * HOUR))
+        fate.setdefault("canceller_uid", user.uid)
     return {
         "kind": kind, "duration": duration, "timelimit": timelimit,
         "eligible": int(rng.uniform(1, 10) * HOUR) if rng.random() < 0.03 else 0,
@@ -235,7 +256,7 @@ def _user_and_account(rng: np.random.Generator, org: Org) -> tuple[User, str]:
     """A user by activity; their home account, sometimes another of their department."""
     user = org.users[int(rng.choice(len(org.users), p=_user_p(org)))]
     home = org.account(user.account)
-    others = [a.name for a in org.accounts if a.department == home.department and a.mapped and a.name != home.name]
+    others = [a.name for a in org.accounts if a.department == home.department and a.mapped and a != home]
     if home.mapped and others and rng.random() < 0.15:
         return user, others[int(rng.integers(len(others)))]
     return user, user.account
@@ -249,15 +270,19 @@ def _user_p(org: Org) -> np.ndarray:
 def draw_submission(rng: np.random.Generator, cluster: Cluster, org: Org, mig: bool) -> list[JobSpec]:
     """Draft(s) of one submission: a job, or the tasks of an array."""
     user, account = _user_and_account(rng, org)
-    partition = ("infer" if rng.random() < 0.7 else "debug") if mig else str(_choice(rng, {"train": .6, "infer": .25, "debug": .15}))
+    shares = {"infer": .7, "debug": .3} if mig else {"train": .6, "infer": .25, "debug": .15}
+    partition = _choice(rng, shares)
     request, typed = _request(rng, cluster, partition, mig)
     part = PARTITIONS[partition]
     n_tasks, limit, name = 1, None, str(rng.choice(part.names))
     if not mig and partition != "debug" and rng.random() < 0.04:
         n_tasks, name = int(rng.integers(4, 17)), str(rng.choice(("sweep-lr", "hpo-trial")))
         limit, request = (4 if rng.random() < 0.5 else None), Request(1, 1, request.models)
-    cpus = MIG_CPUS[request.mig_profile] if request.mig_profile else int(rng.choice((8, 16) if partition == "train" else (4, 8)))
-    common = {
+    if request.mig_profile:
+        cpus = MIG_CPUS[request.mig_profile]
+    else:
+        cpus = int(rng.choice((8, 16) if partition == "train" else (4, 8)))
+    common: dict[str, Any] = {
         "job_id_raw": 0, "name": name, "user": user, "account": account, "partition": partition,
         "qos": "high" if rng.random() < part.qos_high else "normal", "submit": 0, "request": request,
         "typed": typed, "cpus_per_slot": cpus, "array_limit": limit,
@@ -294,7 +319,10 @@ def _capacity(cluster: Cluster, mig: bool) -> int:
     return sum(8 * len(n.mig_layout or (0,)) for n in cluster.nodes if (n.mig_layout is not None) == mig)
 
 
-def _stream(cluster: Cluster, org: Org, mig: bool, start: date, horizon: int, seed: int) -> list[tuple[int, list[JobSpec]]]:
+Submission = tuple[int, list[JobSpec]]  # submit time, drafts (one, or an array's tasks)
+
+
+def _stream(cluster: Cluster, org: Org, mig: bool, start: date, horizon: int, seed: int) -> list[Submission]:
     """(submit time, drafts) of one stream, its rate calibrated to TARGET_LOAD."""
     capacity = _capacity(cluster, mig)
     if capacity == 0:
@@ -305,7 +333,7 @@ def _stream(cluster: Cluster, org: Org, mig: bool, start: date, horizon: int, se
     return [(int(t), draw_submission(rng, cluster, org, mig)) for t in times]
 
 
-def _scripted(cluster: Cluster, org: Org, horizon: int) -> list[tuple[int, list[JobSpec]]]:
+def _scripted(cluster: Cluster, org: Org, horizon: int) -> list[Submission]:
     """Jobs that exercise requeue, failure, timeout, cancels, arrays and a pending array range."""
     users = sorted(org.users, key=lambda u: -u.weight)
     base = JobSpec(
@@ -314,22 +342,27 @@ def _scripted(cluster: Cluster, org: Org, horizon: int) -> list[tuple[int, list[
         typed=True, cpus_per_slot=8, timelimit=12 * HOUR, duration=6 * HOUR, kind="dense",
     )
 
-    def by(i: int, **changes: object) -> JobSpec:
+    def by(i: int, **changes: Any) -> JobSpec:
         return replace(base, user=users[i], account=users[i].account, **changes)
 
     span = min(horizon, DAY)
+    sweep = [by(5, name="sweep-lr", duration=(2 + i % 3) * HOUR, timelimit=4 * HOUR) for i in range(6)]
+    # Throttled to 5 at a time and submitted 5 h before the end: tasks 5-20 are still pending.
+    tail = [by(6, name="hpo-trial", duration=(8 + i % 5) * HOUR, timelimit=14 * HOUR, array_limit=5) for i in range(21)]
     return [
         (int(span * 0.05), [replace(base, node_fail_after=2 * HOUR)]),
         (int(span * 0.10), [by(1, name="ddp-train", kind="starved", fail_after=40 * 60, exit_code="1:0")]),
         (int(span * 0.15), [by(2, name="vit-finetune", kind="idle_tail", duration=8 * HOUR, timelimit=4 * HOUR)]),
-        (int(span * 0.20), [by(3, name="bash", partition="debug", kind="idle", cancel_after=3 * HOUR, canceller_uid=users[3].uid)]),
-        (int(span * 0.25), [by(4, name="nightly-eval", eligible=8 * HOUR, patience=3 * HOUR, canceller_uid=users[4].uid)]),
-        (int(span * 0.30), [by(5, name="sweep-lr", duration=(2 + i % 3) * HOUR, timelimit=4 * HOUR) for i in range(6)]),
-        (max(0, horizon - 5 * HOUR), [by(6, name="hpo-trial", duration=(8 + i % 5) * HOUR, timelimit=14 * HOUR, array_limit=5) for i in range(21)]),
+        (int(span * 0.20), [by(3, name="bash", partition="debug", kind="idle", cancel_after=3 * HOUR,
+                               canceller_uid=users[3].uid)]),
+        (int(span * 0.25), [by(4, name="nightly-eval", eligible=8 * HOUR, patience=3 * HOUR,
+                               canceller_uid=users[4].uid)]),
+        (int(span * 0.30), sweep),
+        (max(0, horizon - 5 * HOUR), tail),
     ]
 
 
-def _number(submissions: list[tuple[int, list[JobSpec]]], horizon: int) -> list[JobSpec]:
+def _number(submissions: list[Submission], horizon: int) -> list[JobSpec]:
     """Ids in submission order; an array takes a master id, then one id per task."""
     specs: list[JobSpec] = []
     next_id = FIRST_JOB_ID

@@ -41,6 +41,14 @@ class SimulationResult:
     n_sacct_rows: int
     n_samples: int
 
+    def paths(self) -> dict[str, Path]:
+        """The files and directories written, by name (absent formats left out)."""
+        named = {
+            "sacct": self.sacct_path, "truth": self.truth_path, "inventory": self.inventory_path,
+            "config": self.config_path, "metrics": self.metrics_dir, "openmetrics": self.om_path,
+        }
+        return {name: path for name, path in named.items() if path is not None}
+
 
 def _check(gpus: int, days: int, step_seconds: int, metrics_format: str) -> None:
     if gpus < 1 or days < 1:

@@ -56,7 +56,10 @@ def _tres(cpus: int, gpus: int, gpu_type: str | None, nodes: int) -> str:
 
 
 def _state(run: Run) -> str:
-    return f"{run.state} by {run.cancelled_by}" if run.state == "CANCELLED" and run.cancelled_by is not None else run.state
+    """``CANCELLED by <uid>`` for cancels, else the state."""
+    if run.state == "CANCELLED" and run.cancelled_by is not None:
+        return f"{run.state} by {run.cancelled_by}"
+    return run.state
 
 
 def _elapsed(start: datetime | None, end: datetime | None) -> int:
@@ -67,6 +70,8 @@ def _allocation_row(run: Run, models: dict[str, str], cluster: str) -> dict[str,
     job, started = run.job, run.start is not None
     gpu_type = _gres_type(run, models)
     n_nodes = len(run.hosts) if started else job.request.nodes
+    alloc = _tres(job.cpus_per_slot * len(run.instances), len(run.instances), gpu_type, n_nodes) if started else ""
+    req_type = gpu_type if job.typed else None
     return {
         "JobID": run.job_id, "JobIDRaw": run.job_id_raw, "JobName": job.name, "User": job.user.name,
         "Account": job.account, "Partition": job.partition, "QOS": job.qos, "State": _state(run),
@@ -74,8 +79,7 @@ def _allocation_row(run: Run, models: dict[str, str], cluster: str) -> dict[str,
         "Start": slurm_time(run.start), "End": slurm_time(run.end),
         "ElapsedRaw": str(_elapsed(run.start, run.alloc_end)), "Timelimit": slurm_duration(job.timelimit),
         "NNodes": str(n_nodes), "NodeList": hostlist.compress(run.hosts) if started else "None assigned",
-        "AllocTRES": _tres(job.cpus_per_slot * len(run.instances), len(run.instances), gpu_type, n_nodes) if started else "",
-        "ReqTRES": _tres(job.cpus_per_slot * job.slots, job.slots, gpu_type if job.typed else None, job.request.nodes),
+        "AllocTRES": alloc, "ReqTRES": _tres(job.cpus_per_slot * job.slots, job.slots, req_type, job.request.nodes),
         "Cluster": cluster,
     }
 

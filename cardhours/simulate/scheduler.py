@@ -91,7 +91,10 @@ class _Active:
 
 def _fate(job: JobSpec, run_index: int) -> tuple[int, str, str, int | None]:
     """(runtime, state, exit code, canceller) of a run: whatever ends it first."""
-    options = [(job.duration, 0, "COMPLETED", "0:0", None), (job.timelimit, 1, "TIMEOUT", "0:0", None)]
+    options: list[tuple[int, int, str, str, int | None]] = [
+        (job.duration, 0, "COMPLETED", "0:0", None),
+        (job.timelimit, 1, "TIMEOUT", "0:0", None),
+    ]
     if job.fail_after is not None:
         options.append((job.fail_after, 2, "FAILED", job.exit_code, None))
     if job.cancel_after is not None:
@@ -102,12 +105,22 @@ def _fate(job: JobSpec, run_index: int) -> tuple[int, str, str, int | None]:
     return runtime, state, exit_code, by
 
 
+def _blocked(reservation: tuple[int, frozenset[int]] | None, ends_by: int) -> frozenset[int]:
+    """Devices a job whose limit ends at ``ends_by`` may not take: the reserved ones,
+    unless it is sure to be gone before the reservation starts."""
+    if reservation is None or ends_by <= reservation[0]:
+        return frozenset()
+    return reservation[1]
+
+
 @dataclass
 class _Sim:
+    """The simulation state: free devices, the event heap, the queue and what ran."""
+
     cluster: Cluster
     horizon: int
     free: FreeSlots = field(init=False)
-    events: list = field(default_factory=list)
+    events: list[tuple[int, int, str, object]] = field(default_factory=list)
     queue: list[_Item] = field(default_factory=list)
     running: dict[int, _Active] = field(default_factory=dict)
     array_running: dict[int, int] = field(default_factory=dict)
@@ -160,8 +173,10 @@ class _Sim:
             self.queue.append(again)
 
     def _throttled(self, job: JobSpec) -> bool:
-        limit = job.array_limit
-        return limit is not None and self.array_running.get(job.array_id, 0) >= limit
+        """An array task held back by its array's ``%limit``."""
+        if job.array_id is None or job.array_limit is None:
+            return False
+        return self.array_running.get(job.array_id, 0) >= job.array_limit
 
     def _pass(self, now: int) -> None:
         """Start what can start, in priority order, backfilling around one reservation."""
@@ -172,12 +187,10 @@ class _Sim:
             request = item.job.request
             if self._throttled(item.job):
                 continue
-            use_reserved = reservation is None or now + item.job.timelimit <= reservation[0]
-            shape = (request.models, request.mig_profile, request.nodes > 1, use_reserved)
-            if failed.get(shape, 1 << 30) <= request.gpus:
-                slots = None
-            else:
-                slots = self.free.place(request, frozenset() if use_reserved else reservation[1])
+            blocked = _blocked(reservation, now + item.job.timelimit)
+            shape = (request.models, request.mig_profile, request.nodes > 1, bool(blocked))
+            known_misfit = failed.get(shape, 1 << 30) <= request.gpus  # free devices only shrink in a pass
+            slots = None if known_misfit else self.free.place(request, blocked)
             if slots is not None:
                 self._start(item, slots, now)
                 continue
@@ -190,10 +203,15 @@ class _Sim:
     def _reserve(self, request: Request, now: int) -> tuple[int, frozenset[int]] | None:
         """The earliest time the request fits as running jobs reach their limits, and where."""
         projected = self.free.copy()
+        eligible = projected.eligible_nodes(request)
         ordered = sorted(self.running.values(), key=lambda a: a.expected_end)
         for expected_end, group in itertools.groupby(ordered, key=lambda a: a.expected_end):
+            relevant = False
             for active in group:
                 projected.release(active.slots)
+                relevant = relevant or projected.slots[active.slots[0]].node in eligible
+            if not relevant:  # nothing freed where the request could go
+                continue
             slots = projected.place(request)
             if slots is not None:
                 return max(expected_end, now), frozenset(slots)
@@ -212,7 +230,6 @@ class _Sim:
     def runs(self, window_start: datetime) -> list[Run]:
         """Every run as of the window end: finished, still running, still pending."""
         as_of = window_start + timedelta(seconds=self.horizon)
-        slots = self.free.slots
 
         def at(seconds: int) -> datetime:
             return window_start + timedelta(seconds=seconds)
@@ -222,18 +239,23 @@ class _Sim:
                 job=item.job, run_index=item.run_index, submit=at(item.submit), eligible=at(item.eligible),
                 start=at(active.start) if active else None, end=None if end is None else at(end),
                 state=state, exit_code=active.exit_code if active else "0:0",
-                instances=tuple((slots[i].hostname, slots[i].gpu, slots[i].gi_id) for i in active.slots) if active else (),
-                as_of=as_of, cancelled_by=by,
+                instances=self._instances(active.slots) if active else (), as_of=as_of, cancelled_by=by,
             )
 
-        out = [
-            make(item, None, "CANCELLED", end, item.job.canceller_uid) if active is None
-            else make(item, active, "REQUEUED" if active.state == "NODE_FAIL" else active.state, end, active.cancelled_by)
-            for item, active, end in self.finished
-        ]
+        out: list[Run] = []
+        for item, active, end in self.finished:
+            if active is None:  # cancelled while pending
+                out.append(make(item, None, "CANCELLED", end, item.job.canceller_uid))
+            else:
+                state = "REQUEUED" if active.state == "NODE_FAIL" else active.state
+                out.append(make(item, active, state, end, active.cancelled_by))
         out += [make(a.item, a, "RUNNING", None) for a in self.running.values()]
         out += [make(i, None, "PENDING", None) for i in self.items if i.state in ("waiting", "queued")]
         return out
+
+    def _instances(self, slots: tuple[int, ...]) -> tuple[Instance, ...]:
+        table = self.free.slots
+        return tuple((table[i].hostname, table[i].gpu, table[i].gi_id) for i in slots)
 
 
 def collapse_pending_arrays(runs: list[Run]) -> list[Run]:

@@ -63,31 +63,53 @@ SAWTOOTH_LOW_MAX = 9
 MEMORY_SPREAD = 0.2  # per-job memory factor 1 +- this (not in the trace: one job per kind)
 GPU_JITTER = 0.01  # per-GPU activity jitter inside one multi-GPU job
 
+_W, _MIB = TRACE_POWER_LIMIT_W, TRACE_MEMORY_MIB
 SHAPES: dict[str, KindShape] = {
-    "idle": KindShape(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, IDLE_POWER_FRAC, 0.15 / 700, 0.0, 0.0, 0.0, 0.0),
-    "dense": KindShape(99.42, 0.99388, 0.95937, 0.14178, 0.93098, 0.17396,
-                       690.44 / 700, 1.137 / 700, 1138.8 / TRACE_MEMORY_MIB, 0.0032, 0.50, 0.02),
-    "hog": KindShape(0.0, 0.00006, 0.0, 0.0, 0.0, 0.0000086,
-                     125.86 / 700, 0.082 / 700, 57840.8 / TRACE_MEMORY_MIB, 0.0, 0.0, 0.0),
-    "bursty": KindShape(1.034, 0.14735, 0.11373, 0.016629, 0.10841, 0.017552,
-                        227.92 / 700, 3.761 / 700, 722.8 / TRACE_MEMORY_MIB, 0.0114, 0.0, 0.25,
-                        UTIL_SPARSE),
-    "starved": KindShape(11.62, 0.11701, 0.11328, 0.014160, 0.0, 0.0032572,
-                         185.93 / 700, 3.551 / 700, 818.8 / TRACE_MEMORY_MIB, 0.0602, 0.0, 0.2,
-                         UTIL_SAWTOOTH),
-    "tiny": KindShape(99.48, 0.99238, 0.0075074, 0.00012, 0.0, 0.0,
-                      125.96 / 700, 0.105 / 700, 526.8 / TRACE_MEMORY_MIB, 0.0034, 0.51, 0.01),
+    "idle": KindShape(gpu_util=0.0, gr_engine=0.0, sm_active=0.0, sm_occupancy=0.0, tensor=0.0, dram=0.0,
+                      power_frac=IDLE_POWER_FRAC, power_sd_frac=0.15 / _W, fb_frac=0.0,
+                      rel_sd=0.0, util_sd=0.0, job_spread=0.0),
+    "dense": KindShape(gpu_util=99.42, gr_engine=0.99388, sm_active=0.95937, sm_occupancy=0.14178,
+                       tensor=0.93098, dram=0.17396, power_frac=690.44 / _W, power_sd_frac=1.137 / _W,
+                       fb_frac=1138.8 / _MIB, rel_sd=0.0032, util_sd=0.50, job_spread=0.02),
+    "hog": KindShape(gpu_util=0.0, gr_engine=0.00006, sm_active=0.0, sm_occupancy=0.0, tensor=0.0,
+                     dram=0.0000086, power_frac=125.86 / _W, power_sd_frac=0.082 / _W,
+                     fb_frac=57840.8 / _MIB, rel_sd=0.0, util_sd=0.0, job_spread=0.0),
+    "bursty": KindShape(gpu_util=1.034, gr_engine=0.14735, sm_active=0.11373, sm_occupancy=0.016629,
+                        tensor=0.10841, dram=0.017552, power_frac=227.92 / _W, power_sd_frac=3.761 / _W,
+                        fb_frac=722.8 / _MIB, rel_sd=0.0114, util_sd=0.0, job_spread=0.25,
+                        util_mode=UTIL_SPARSE),
+    # gpu_util is the trace's mean; the sawtooth draws from SAWTOOTH_* (its mean is ~11.3).
+    "starved": KindShape(gpu_util=11.62, gr_engine=0.11701, sm_active=0.11328, sm_occupancy=0.014160,
+                         tensor=0.0, dram=0.0032572, power_frac=185.93 / _W, power_sd_frac=3.551 / _W,
+                         fb_frac=818.8 / _MIB, rel_sd=0.0602, util_sd=0.0, job_spread=0.2,
+                         util_mode=UTIL_SAWTOOTH),
+    "tiny": KindShape(gpu_util=99.48, gr_engine=0.99238, sm_active=0.0075074, sm_occupancy=0.00012,
+                      tensor=0.0, dram=0.0, power_frac=125.96 / _W, power_sd_frac=0.105 / _W,
+                      fb_frac=526.8 / _MIB, rel_sd=0.0034, util_sd=0.51, job_spread=0.01),
 }
 
-# Allocation kinds -> (shape while running, shape of the idle tail). `idle_tail` runs dense,
-# then holds its memory and context doing nothing: the hog's activity and power.
+SHAPE_NAMES: tuple[str, ...] = tuple(SHAPES)
+# Allocation kinds -> shape while running. `idle_tail` runs dense, then (its tail) holds its
+# memory and context doing nothing: the hog's activity and power. `idle` runs nothing.
 ALLOCATION_KINDS: tuple[str, ...] = ("dense", "bursty", "starved", "hog", "tiny", "idle_tail", "idle")
 RUN_SHAPE: dict[str, str] = {kind: kind for kind in SHAPES} | {"idle_tail": "dense"}
 TAIL_SHAPE = "hog"
 TAIL_MIN_S, TAIL_MAX_S = 2 * 3600.0, 6 * 3600.0
 TAIL_MAX_FRACTION = 0.5  # a short idle_tail job spends at most half its run idle
 
-_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+def shape_param(field: str) -> np.ndarray:
+    """One KindShape field for every shape, indexed like SHAPE_NAMES."""
+    return np.array([getattr(SHAPES[name], field) for name in SHAPE_NAMES], dtype=np.float64)
+
+
+def run_shape_index(kinds: list[str]) -> np.ndarray:
+    """Per allocation kind, the index (into SHAPE_NAMES) of the shape it runs."""
+    unknown = set(kinds) - set(ALLOCATION_KINDS)
+    if unknown:
+        raise ValueError(f"unknown allocation kinds {sorted(unknown)}; known: {ALLOCATION_KINDS}")
+    lookup = {kind: SHAPE_NAMES.index(RUN_SHAPE[kind]) for kind in ALLOCATION_KINDS}
+    return np.array([lookup[kind] for kind in kinds], dtype=np.int64)
 
 
 def splitmix64(values: np.ndarray) -> np.ndarray:
@@ -95,7 +117,7 @@ def splitmix64(values: np.ndarray) -> np.ndarray:
     z = values.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return (z ^ (z >> np.uint64(31))) & _MASK64
+    return z ^ (z >> np.uint64(31))
 
 
 def as_u64(values: np.ndarray | int) -> np.ndarray:

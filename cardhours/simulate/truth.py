@@ -78,6 +78,19 @@ def allocations_frame(runs: list[Run], seed: int) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=ALLOCATION_SCHEMA, orient="row")
 
 
+def _sum_by_run(frame: pl.DataFrame, order: list[str]) -> pl.DataFrame:
+    """n_samples, sm_sum, sm_count summed per (job_id_raw, run_index) in a fixed row order,
+    so the float sums are bit-identical from run to run (polars' parallel sums are not)."""
+    if frame.is_empty():
+        return pl.DataFrame(schema=_STATS_SCHEMA)
+    frame = frame.sort(["job_id_raw", "run_index", *order])
+    key = pl.struct("job_id_raw", "run_index")
+    starts = np.flatnonzero(frame.select(key.is_first_distinct()).to_series().to_numpy())
+    sums = {c: np.add.reduceat(frame[c].to_numpy(), starts) for c in ("n_samples", "sm_sum", "sm_count")}
+    keys = frame.select("job_id_raw", "run_index")[starts.tolist()]
+    return keys.with_columns(**{c: pl.Series(v) for c, v in sums.items()}).cast(_STATS_SCHEMA)  # type: ignore[arg-type]
+
+
 class TruthAccumulator:
     """Sums each run's samples (``hpc_job == job_id_raw`` and ``start <= ts < end``) day by day."""
 
@@ -86,27 +99,28 @@ class TruthAccumulator:
         self._parts: list[pl.DataFrame] = []
 
     def add_day(self, samples: pl.DataFrame) -> None:
-        part = (
+        """Add one day of samples (RAW_SAMPLE_SCHEMA)."""
+        matched = (
             samples.lazy()
-            .select("hpc_job", "ts", "sm_active")
             .filter(pl.col("hpc_job").is_not_null())
             .join(self._windows.lazy(), left_on="hpc_job", right_on="job_id_raw")
             .filter((pl.col("ts") >= pl.col("start_time")) & (pl.col("ts") < pl.col("end_time")))
-            .group_by(pl.col("hpc_job").alias("job_id_raw"), "run_index")
-            .agg(
-                pl.len().cast(pl.Int64).alias("n_samples"),
-                pl.col("sm_active").sum().alias("sm_sum"),
-                pl.col("sm_active").count().cast(pl.Int64).alias("sm_count"),
+            .select(
+                pl.col("hpc_job").alias("job_id_raw"), "run_index", "ts", "hostname", "gpu", "gpu_i_id",
+                pl.lit(1, pl.Int64).alias("n_samples"),
+                pl.col("sm_active").fill_null(0.0).alias("sm_sum"),
+                pl.col("sm_active").is_not_null().cast(pl.Int64).alias("sm_count"),
             )
             .collect()
         )
-        self._parts.append(part.cast(_STATS_SCHEMA))  # type: ignore[arg-type]
+        order = ["ts", "hostname", "gpu", "gpu_i_id"]
+        self._parts.append(_sum_by_run(matched, order).with_columns(part=pl.lit(len(self._parts))))
 
     def totals(self) -> pl.DataFrame:
         """job_id_raw, run_index, n_samples, sm_sum, sm_count summed over the days added."""
         if not self._parts:
             return pl.DataFrame(schema=_STATS_SCHEMA)
-        return pl.concat(self._parts).group_by("job_id_raw", "run_index").agg(pl.all().sum())
+        return _sum_by_run(pl.concat(self._parts), ["part"])
 
 
 def _instance(host: str, gpu: int, gi_id: int | None) -> str:
@@ -136,11 +150,15 @@ def _truth_row(run: Run, org: Org, models: dict[str, str], cluster: str) -> dict
     }
 
 
-def truth_frame(runs: list[Run], org: Org, inventory: pl.DataFrame, cluster: str, stats: pl.DataFrame) -> pl.DataFrame:
-    """``truth.parquet``: one row per job run, with sample statistics from ``stats``."""
+def truth_frame(
+    runs: list[Run], org: Org, inventory: pl.DataFrame, cluster: str, stats: pl.DataFrame
+) -> pl.DataFrame:
+    """``truth.parquet``: one row per job run, with sample statistics from ``stats``
+    (``TruthAccumulator.totals()``)."""
     models = dict(inventory.select("hostname", "gpu_model").unique().iter_rows())
     rows = [_truth_row(run, org, models, cluster) for run in runs]
-    base = pl.DataFrame(rows, schema={k: v for k, v in TRUTH_SCHEMA.items() if k not in ("true_mean_sm_active", "n_samples")})
+    sampled = ("true_mean_sm_active", "n_samples")
+    base = pl.DataFrame(rows, schema={k: v for k, v in TRUTH_SCHEMA.items() if k not in sampled})
     joined = base.join(stats, on=["job_id_raw", "run_index"], how="left", validate="1:1", maintain_order="left")
     return joined.with_columns(
         pl.when(pl.col("sm_count") > 0).then(pl.col("sm_sum") / pl.col("sm_count")).alias("true_mean_sm_active"),

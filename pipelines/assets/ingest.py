@@ -1,6 +1,5 @@
 """Daily ingest: DCGM samples and sacct rows of one UTC day land in the raw schema."""
 
-from __future__ import annotations
 
 from dagster import AssetCheckSpec, AssetExecutionContext, MaterializeResult, asset
 

@@ -1,6 +1,5 @@
 """Monthly marts: per-job usage, per-department and per-cluster card-hours."""
 
-from __future__ import annotations
 
 import polars as pl
 from dagster import AssetDep, AssetExecutionContext, MaterializeResult, asset

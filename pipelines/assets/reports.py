@@ -1,6 +1,5 @@
 """Monthly outputs written under the reports directory."""
 
-from __future__ import annotations
 
 from dagster import AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 

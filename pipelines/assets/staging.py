@@ -1,6 +1,5 @@
 """Staging: hourly DCGM rollups per GPU (daily partitions) and Slurm job runs (monthly partitions)."""
 
-from __future__ import annotations
 
 import polars as pl
 from dagster import AssetDep, AssetExecutionContext, MaterializeResult, asset

@@ -1,39 +1,37 @@
 """Great Expectations 1.x suites -> Dagster `AssetCheckResult`s, over a polars frame or a DuckDB table.
 
-`run_suite_on_duckdb` (the SQL path) runs every expectation as SQL inside DuckDB through GX's
-SQL datasource and duckdb-engine; only counts and at most PARTIAL_VALUES_KEPT unexpected values
-per expectation come back to Python. `run_suite_on_frame` copies a polars frame into pandas and
-is for job-level / aggregated tables only (refused above `max_rows`, default 5 M).
+`run_suite_on_duckdb` (SQL path) runs every expectation as SQL inside DuckDB through GX's SQL
+datasource on duckdb-engine; only aggregates and at most PARTIAL_VALUES_KEPT unexpected values
+per expectation come back to Python. `run_suite_on_frame` copies a polars frame into pandas: for
+job-level / aggregated tables only (refused above `max_rows`, default 5 M rows).
+Decision: the pipeline checks `raw.dcgm_samples` (and `raw.slurm_sacct`) on the SQL path, one
+day partition per check, without sampling.
 
-Use the SQL path, one day partition per check, for `raw.dcgm_samples` (and `raw.slurm_sacct`).
+Measured (2 vCPU; GX 1.24.1, DuckDB 2.0.1; a `raw.dcgm_samples`-shaped table of 20 M rows =
+10 days x 2 M built with range(); `raw_dcgm_samples_suite()`, 17 expectations; one fresh process
+per case; peak RSS = ru_maxrss; the imports alone bring a process to ~363 MiB):
 
-Measured (2 vCPU, 23 GiB, GX 1.24.1, DuckDB 2.0.1; `raw.dcgm_samples` shape, 20 M rows = 10 days
-x 2 M, full `raw_dcgm_samples_suite()` of 17 expectations; each case in a fresh process; peak
-RSS from `resource.getrusage(RUSAGE_SELF).ru_maxrss`; imports alone take the process to ~363 MiB):
+    SQL, one day (2 M rows)              0.21-0.33 s   peak RSS 391 MiB
+    SQL, whole table (20 M rows)         0.15 s        peak RSS 385 MiB
+    SQL, one day, every row bad          0.78 s        peak RSS 610 MiB (pipeline conn. open)
+    SQL, one day, sample_rows=100_000    0.47-0.85 s   peak RSS 924 MiB
+    pandas, 1 M-row frame (144 MB)       0.67-0.86 s   peak RSS 1.13 GiB (759 MiB before call)
+    pandas, 5 M-row frame (722 MB)       3.06 s        peak RSS 3.6 GiB (2.2 GiB before call)
 
-    SQL, one day (2 M rows)            0.21-0.33 s   peak RSS 391 MiB (+28 MiB over imports)
-    SQL, whole table (20 M rows)       0.15 s        peak RSS 385 MiB (+22 MiB)
-    SQL, one day, sample_rows=100 000  0.47-0.85 s   peak RSS 924 MiB (+560 MiB)
-    pandas, 1 M-row frame (144 MB)     0.67-0.86 s   peak RSS 1.13 GiB (+370 MiB over the frame)
-    pandas, 5 M-row frame (722 MB)     3.06 s        peak RSS 3.6 GiB (+1.4 GiB over the frame)
+Valid data is cheap because DuckDB skips row groups on min/max/null statistics for the range and
+not-null predicates; bad data costs a real scan of the referenced columns. 3 bad rows injected on
+one day: that day fails naming uuid/sm_active/power_w (unexpected_count 3) in 0.35 s, the next
+day passes. The daily batch definition first lists distinct days over the whole table (0.045 s
+at 20 M rows). Sampling costs more than the whole day here (GX re-runs the ORDER BY ... LIMIT
+subquery per expectation and its column probe materialises the sample).
 
-With 3 bad rows injected on one day, that day's check fails naming uuid/sm_active/power_w
-(unexpected_count 3) in 0.35 s, the next day passes. Valid data is this cheap because DuckDB
-prunes row groups on min/max/null statistics for the range and not-null predicates; a day full
-of violations costs a real scan of the referenced columns (still seconds, not minutes). The
-daily batch definition also enumerates distinct days over the whole table (a few ms here).
-Sampling is slower than the whole day on DuckDB: GX re-runs the ORDER BY/LIMIT subquery for
-every expectation and its column probe materialises the sample; keep `sample_rows` for
-expensive expectations on huge partitions, not for the raw tables.
-
-DuckDB allows several connections to one file in one process only with the same
-configuration (`read_only`, settings, and duckdb-engine's automatic `custom_user_agent` all
-count): otherwise "Can't open a connection to same database file with a different
-configuration than existing connections". So GX never connects through duckdb-engine's own
-connect: its connections are cursors of one parent connection, either the caller's
-(`connection=`, any configuration) or a default read-write `duckdb.connect(database_path)`,
-which matches a plain `duckdb.connect(path)` held by the pipeline but not a `read_only=True`
-or configured one (pass that one as `connection=` instead).
+Connections: DuckDB allows several connections to one file in one process only with the same
+configuration (`read_only`, settings, and the `custom_user_agent` duckdb-engine always adds),
+else "Can't open a connection to same database file with a different configuration than
+existing connections". GX's connections are therefore cursors of one parent connection: the
+caller's (`connection=`, any configuration) or a default read-write `duckdb.connect(path)`, which
+coexists with a plain `duckdb.connect(path)` held by the pipeline but not with a `read_only=True`
+or configured one (pass that one as `connection=`).
 """
 
 from __future__ import annotations
@@ -47,6 +45,7 @@ import dagster as dg
 import duckdb
 import great_expectations as gx
 import great_expectations.expectations as gxe
+import pandas as pd
 import polars as pl
 import sqlalchemy as sa
 from duckdb_engine import ConnectionWrapper
@@ -57,6 +56,7 @@ from great_expectations.data_context.types.base import (
     ProgressBarsConfig,
 )
 from great_expectations.exceptions.exceptions import NoAvailableBatchesError
+from sqlalchemy.dialects import postgresql
 
 DEFAULT_MAX_FRAME_ROWS = 5_000_000
 PARTIAL_VALUES_KEPT = 10
@@ -116,11 +116,12 @@ def run_suite_on_duckdb(
     """
     if where_day is not None and (isinstance(where_day, datetime) or not isinstance(where_day, date)):
         raise TypeError(f"where_day must be a datetime.date, got {where_day!r}")
-    if sample_rows is not None and (isinstance(sample_rows, bool) or not isinstance(sample_rows, int) or sample_rows < 1):
+    positive_int = isinstance(sample_rows, int) and not isinstance(sample_rows, bool) and sample_rows > 0
+    if sample_rows is not None and not positive_int:
         raise ValueError(f"sample_rows must be a positive int, got {sample_rows!r}")
     schema, _, name = table.rpartition(".")
     started = time.perf_counter()
-    parent = connection if connection is not None else duckdb.connect(database_path)
+    parent = connection if connection is not None else _connect(database_path)
     source = None
     try:
         source = _context().data_sources.add_sql(
@@ -128,6 +129,10 @@ def run_suite_on_duckdb(
             connection_string=f"duckdb:///{database_path}",
             kwargs={"creator": _creator(parent, schema or "main")},
         )
+        # GX knows no DuckDB dialect, so it has no SQL for regex expectations (it logs "Regex is
+        # not supported" and fails them). duckdb-engine is a PostgreSQL-derived dialect and DuckDB
+        # implements PostgreSQL's `~` / `!~` regex operators (RE2), so use GX's PostgreSQL forms.
+        source.get_execution_engine().dialect_module = postgresql
         day = where_day.isoformat() if where_day else "all"
         extra = {"path": "sql", "table": table, "day": day, "sample_rows": sample_rows}
         try:
@@ -152,8 +157,20 @@ def run_suite_on_duckdb(
             parent.close()
 
 
+def _connect(database_path: str) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(database_path)
+    except duckdb.ConnectionException as error:
+        if "different configuration" not in str(error):
+            raise
+        raise duckdb.ConnectionException(
+            f"{error}. This process already holds {database_path} with another configuration "
+            "(read_only or settings): pass that connection as run_suite_on_duckdb(..., connection=...)"
+        ) from error
+
+
 def _context() -> Any:
-    """A fresh in-memory GX context: no analytics, no progress bars, no files, no env lookups."""
+    """A fresh in-memory GX context; analytics and progress bars off in its own config, no files."""
     config = DataContextConfig(
         store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False),
         analytics_enabled=False,
@@ -163,12 +180,11 @@ def _context() -> Any:
 
 
 class _AutocommitConnection(ConnectionWrapper):
-    """A DuckDB connection on which SQLAlchemy's BEGIN/COMMIT/ROLLBACK are no-ops.
+    """SQLAlchemy's BEGIN/COMMIT/ROLLBACK as no-ops: each (read-only) statement autocommits.
 
-    duckdb-engine opens a real DuckDB transaction per SQLAlchemy connection and rolls it back on
-    close, while GX fetches results after closing (`execute_query(...).fetchall()`); DuckDB drops
-    the open result set on ROLLBACK, so every metric came back empty. Validation only reads, so
-    each statement runs in DuckDB's own autocommit mode instead.
+    duckdb-engine BEGINs a DuckDB transaction per SQLAlchemy connection and rolls it back on close,
+    but GX fetches after closing (`execute_query(...).fetchall()`) and DuckDB drops an open result
+    set on ROLLBACK: every metric came back empty.
     """
 
     def begin(self) -> None:
@@ -182,13 +198,10 @@ class _AutocommitConnection(ConnectionWrapper):
 
 
 def _creator(parent: duckdb.DuckDBPyConnection, schema: str) -> Callable[[], ConnectionWrapper]:
-    """SQLAlchemy `creator`: a cursor of `parent` (same database instance, no new configuration).
+    """SQLAlchemy `creator`: cursors of `parent`, so no connection with a new configuration.
 
-    Going through duckdb-engine's own connect would add a `custom_user_agent` setting, and DuckDB
-    refuses a second in-process connection to a file with a configuration that differs from
-    the open one ("Can't open a connection to same database file with a different
-    configuration"). The schema goes on the session's search_path as a bound parameter
-    because GX's column-reflection fallback drops the schema of the table it probes.
+    The schema goes on the session's search_path (a bound parameter) because duckdb-engine's
+    reflection fails here and GX's fallback column probe drops the table's schema.
     """
 
     def create() -> ConnectionWrapper:
@@ -199,7 +212,9 @@ def _creator(parent: duckdb.DuckDBPyConnection, schema: str) -> Callable[[], Con
     return create
 
 
-def _duckdb_batch(source: Any, name: str, day_column: str, day: date | None, sample_rows: int | None) -> Any:
+def _duckdb_batch(
+    source: Any, name: str, day_column: str, day: date | None, sample_rows: int | None
+) -> Any:
     if sample_rows is None:
         asset = source.add_table_asset(name=name, table_name=name)
         if day is None:
@@ -214,7 +229,8 @@ def _duckdb_batch(source: Any, name: str, day_column: str, day: date | None, sam
         query = query.where(sa.column(day_column) == day)
     query = query.order_by(sa.func.hash(sa.literal_column("rowid"))).limit(sample_rows)
     sql = str(query.compile(dialect=source.get_engine().dialect, compile_kwargs={"literal_binds": True}))
-    return source.add_query_asset(name=f"{name}_sample", query=sql).add_batch_definition_whole_table("all").get_batch()
+    asset = source.add_query_asset(name=f"{name}_sample", query=sql)
+    return asset.add_batch_definition_whole_table("all").get_batch()
 
 
 def _row_count(batch: Any) -> int:
@@ -261,7 +277,8 @@ def _failure(item: Any) -> dict[str, Any]:
         if key in found:
             failure[key] = _plain(found[key])
     if "partial_unexpected_list" in found:
-        failure["partial_unexpected_list"] = [_plain(v) for v in found["partial_unexpected_list"][:PARTIAL_VALUES_KEPT]]
+        kept = found["partial_unexpected_list"][:PARTIAL_VALUES_KEPT]
+        failure["partial_unexpected_list"] = [_plain(value) for value in kept]
     if errors := _exception_messages(item.exception_info):
         failure["exception"] = "; ".join(errors)[:500]
     return failure
@@ -277,12 +294,14 @@ def _exception_messages(info: Any) -> list[str]:
 
 
 def _plain(value: Any) -> Any:
-    """A JSON-safe version of a GX observed value (numpy scalars, dates, NaN...)."""
+    """A JSON-safe version of a GX observed value (numpy scalars, dates; NaN/NaT/NA -> None)."""
     if value is None or isinstance(value, (bool, int, str)):
         return value
-    if isinstance(value, float):
-        return value if value == value else None
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
+    if not isinstance(value, dict) and pd.isna(value):
+        return None
+    if isinstance(value, float):
+        return value
     item = getattr(value, "item", None)
     return _plain(item()) if callable(item) and not isinstance(value, (date, datetime)) else str(value)

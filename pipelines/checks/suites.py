@@ -35,7 +35,7 @@ SACCT_KEY_COLUMNS: tuple[str, ...] = (
 )
 # 123 | 123_7 | 123_[1-9%2] (pending array, with throttle) | 123+0 (het job) | any of those
 # followed by a step: .batch .extern .0
-SLURM_JOB_ID_REGEX = r"^\d+([_+][\d\[\]\-,%]+)?(\.[A-Za-z0-9_]+)?$"
+SLURM_JOB_ID_REGEX = r"^\d+(?:[_+][\d\[\]\-,%]+)?(?:\.[A-Za-z0-9_]+)?$"
 MAX_POWER_W = 2000.0
 
 

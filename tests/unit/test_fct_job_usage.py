@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from tests.fixtures import h200
 from transforms import fct_job_usage as fct_module
 from transforms import mart_department_monthly, stg_dcgm__gpu_hourly, stg_slurm__jobs
 from transforms.fct_job_usage import SCHEMA, fct_job_usage
@@ -16,17 +16,6 @@ from transforms.stg_dcgm__gpu_hourly import SCHEMA as HOURLY_SCHEMA
 from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
 from warehouse import connect
 
-
-def _load_h200():
-    """tests/fixtures/h200.py by path (tests/ is not an importable package)."""
-    path = Path(__file__).parents[1] / "fixtures" / "h200.py"
-    spec = importlib.util.spec_from_file_location("cardhours_fixtures_h200", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-h200 = _load_h200()
 
 MARCH = (datetime(2024, 3, 1), datetime(2024, 4, 1))
 APRIL = (datetime(2024, 4, 1), datetime(2024, 5, 1))

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from tests.fixtures import h200
+
 from cardhours.schemas import RAW_SAMPLE_SCHEMA
 from transforms.stg_dcgm__gpu_hourly import SCHEMA, stg_dcgm__gpu_hourly
 
-
-def _load_h200():
-    """tests/fixtures/h200.py by path (tests/ is not an importable package)."""
-    path = Path(__file__).parents[1] / "fixtures" / "h200.py"
-    spec = importlib.util.spec_from_file_location("cardhours_fixtures_h200", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-h200 = _load_h200()
 
 T0 = datetime(2024, 3, 10, 10, 0)
 
