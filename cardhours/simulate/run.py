@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -90,16 +91,23 @@ def simulate(
     om = OpenMetricsWriter(out_dir / "metrics.om") if metrics_format in ("om", "both") else None
     truth = TruthAccumulator(allocations)
     n_samples = 0
-    for i in range(days):
-        day = start + timedelta(days=i)
-        frame = generate_day(inventory, allocations, day, step_seconds, seed, cluster)
-        if parquet:
-            write_day_parquet(frame, out_dir, day)
-        if om is not None:
-            om.add_day(frame)
-        truth.add_day(frame)
-        n_samples += frame.height
-        report("samples", i + 1, days)
+    # The Parquet write of day i (pyarrow, GIL released) overlaps generating day i + 1.
+    with ThreadPoolExecutor(max_workers=1) as writer:
+        pending: Future | None = None
+        for i in range(days):
+            day = start + timedelta(days=i)
+            frame = generate_day(inventory, allocations, day, step_seconds, seed, cluster)
+            if parquet:
+                if pending is not None:
+                    pending.result()
+                pending = writer.submit(write_day_parquet, frame, out_dir, day)
+            if om is not None:
+                om.add_day(frame)
+            truth.add_day(frame)
+            n_samples += frame.height
+            report("samples", i + 1, days)
+        if pending is not None:
+            pending.result()
     if om is not None:
         om.close()
 

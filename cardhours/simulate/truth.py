@@ -78,17 +78,15 @@ def allocations_frame(runs: list[Run], seed: int) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=ALLOCATION_SCHEMA, orient="row")
 
 
-def _sum_by_run(frame: pl.DataFrame, order: list[str]) -> pl.DataFrame:
-    """n_samples, sm_sum, sm_count summed per (job_id_raw, run_index) in a fixed row order,
-    so the float sums are bit-identical from run to run (polars' parallel sums are not)."""
-    if frame.is_empty():
-        return pl.DataFrame(schema=_STATS_SCHEMA)
-    frame = frame.sort(["job_id_raw", "run_index", *order])
-    key = pl.struct("job_id_raw", "run_index")
-    starts = np.flatnonzero(frame.select(key.is_first_distinct()).to_series().to_numpy())
-    sums = {c: np.add.reduceat(frame[c].to_numpy(), starts) for c in ("n_samples", "sm_sum", "sm_count")}
-    keys = frame.select("job_id_raw", "run_index")[starts.tolist()]
-    return keys.with_columns(**{c: pl.Series(v) for c, v in sums.items()}).cast(_STATS_SCHEMA)  # type: ignore[arg-type]
+SM_UNITS = 100_000  # the simulator rounds ratios to 1e-5: integer sums are exact in any order
+
+
+def _sum_by_run(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """n_samples, sm_units, sm_count per (job_id_raw, run_index). Integer sums, so the result
+    is identical from run to run whatever order polars adds in (float sums are not)."""
+    return frame.group_by("job_id_raw", "run_index").agg(
+        pl.col("n_samples").sum(), pl.col("sm_units").sum(), pl.col("sm_count").sum()
+    )
 
 
 class TruthAccumulator:
@@ -106,21 +104,25 @@ class TruthAccumulator:
             .join(self._windows.lazy(), left_on="hpc_job", right_on="job_id_raw")
             .filter((pl.col("ts") >= pl.col("start_time")) & (pl.col("ts") < pl.col("end_time")))
             .select(
-                pl.col("hpc_job").alias("job_id_raw"), "run_index", "ts", "hostname", "gpu", "gpu_i_id",
+                pl.col("hpc_job").alias("job_id_raw"), "run_index",
                 pl.lit(1, pl.Int64).alias("n_samples"),
-                pl.col("sm_active").fill_null(0.0).alias("sm_sum"),
+                (pl.col("sm_active").fill_null(0.0) * SM_UNITS).round().cast(pl.Int64).alias("sm_units"),
                 pl.col("sm_active").is_not_null().cast(pl.Int64).alias("sm_count"),
             )
-            .collect()
         )
-        order = ["ts", "hostname", "gpu", "gpu_i_id"]
-        self._parts.append(_sum_by_run(matched, order).with_columns(part=pl.lit(len(self._parts))))
+        self._parts.append(_sum_by_run(matched).collect())
 
     def totals(self) -> pl.DataFrame:
         """job_id_raw, run_index, n_samples, sm_sum, sm_count summed over the days added."""
         if not self._parts:
             return pl.DataFrame(schema=_STATS_SCHEMA)
-        return _sum_by_run(pl.concat(self._parts), ["part"])
+        summed = _sum_by_run(pl.concat(self._parts).lazy()).collect()
+        return (
+            summed.with_columns((pl.col("sm_units") / SM_UNITS).alias("sm_sum"))
+            .select(list(_STATS_SCHEMA))
+            .cast(_STATS_SCHEMA)  # type: ignore[arg-type]
+            .sort("job_id_raw", "run_index")
+        )
 
 
 def _instance(host: str, gpu: int, gi_id: int | None) -> str:
