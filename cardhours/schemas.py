@@ -31,6 +31,17 @@ SAMPLE_LABEL_SCHEMA: dict[str, pl.DataType] = {
     "hpc_job": pl.String(),
 }
 
+# Labels added by migration 0004 (so they follow the value columns in the table).
+SAMPLE_WORKLOAD_LABEL_SCHEMA: dict[str, pl.DataType] = {
+    # Kubernetes workload labels (pod/namespace/container, or exported_* / pod_name / pod_namespace).
+    "pod": pl.String(),
+    "namespace": pl.String(),
+    "container": pl.String(),
+    # Every other label of the series as a JSON object with sorted keys ("{}" when none):
+    # kept, not dropped (instance, job, DCGM_FI_DRIVER_VERSION, site relabels...).
+    "extra_labels": pl.String(),
+}
+
 SAMPLE_VALUE_COLUMNS: list[str] = list(DCGM_FIELDS.values())
 
 RAW_SAMPLE_SCHEMA: dict[str, pl.DataType] = {
@@ -39,6 +50,7 @@ RAW_SAMPLE_SCHEMA: dict[str, pl.DataType] = {
     "ts": pl.Datetime("us"),
     **SAMPLE_LABEL_SCHEMA,
     **{name: pl.Float64() for name in SAMPLE_VALUE_COLUMNS},
+    **SAMPLE_WORKLOAD_LABEL_SCHEMA,
 }
 
 # The fixed sacct --format list, in order, and the raw column each lands in.
@@ -82,6 +94,7 @@ QUARANTINE_SCHEMA: dict[str, pl.DataType] = {
     "location": pl.String(),
     "reason": pl.String(),
     "payload": pl.String(),
+    "n_rows": pl.Int64(),  # input rows (samples, lines) this quarantine entry stands for
 }
 
 

@@ -169,6 +169,7 @@ def _rejects(indexed: pl.DataFrame, parsed: pl.DataFrame) -> pl.DataFrame:
         location=pl.format("{}:{}", pl.col("source"), pl.col("line_no")),
         reason=pl.col("_reason"),
         payload=pl.struct(pl.exclude("_row", "_reason")).struct.json_encode(),
+        n_rows=pl.lit(1, pl.Int64),
     ).cast(QUARANTINE_SCHEMA)
 
 

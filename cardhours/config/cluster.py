@@ -35,6 +35,8 @@ class MetricsConfig(StrictModel):
     path: ConfigPath | None = None  # simulator Parquet directory or .om file (source = "file")
     # Spacing of the samples in the files (source = "file"); Prometheus uses its own step_seconds.
     step_seconds: PositiveInt | None = None
+    # The day's ingest check fails when more than this share of samples was quarantined.
+    max_quarantine_share: float = Field(default=0.01, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _path_for_file(self) -> MetricsConfig:
@@ -58,6 +60,15 @@ class PrometheusConfig(StrictModel):
     max_retries: NonNegativeInt = 5
     selector: str = ""  # extra label matchers in braces, '{job="dcgm-exporter"}'
     metric_names: dict[str, str] = Field(default_factory=dict)  # DCGM field -> site metric
+    # Request sizing (Prometheus defaults: 11,000 points per series per query_range,
+    # --query.max-samples 50,000,000 per query) and concurrency.
+    max_points_per_series: PositiveInt = 11_000
+    max_samples_per_query: PositiveInt = 50_000_000
+    max_parallel_requests: PositiveInt = 4
+    # None reads every raw sample (exact). N asks the server for avg_over_time / max_over_time
+    # over N-second steps instead: far less data for very large sites, some accuracy lost
+    # (docs/prometheus.md states how much, measured on the real H200 trace).
+    downsample_seconds: PositiveInt | None = None
 
     @field_validator("url")
     @classmethod

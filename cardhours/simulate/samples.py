@@ -346,6 +346,7 @@ def _assemble(fleet: Fleet, runs: Runs, run_grid: np.ndarray, values: dict[str, 
     ts = pl.Series("ts", np.tile(ds + step * np.arange(n_steps, dtype=np.int64), n_inst)).cast(pl.Datetime("us"))
     mig = not fleet.whole.all()
     gauges = [pl.Series(name, v.ravel(), nan_to_null=mig and name in DEVICE_ONLY) for name, v in values.items()]
+    workload = [pl.lit(None, pl.String).alias(c) for c in ("pod", "namespace", "container")]
     frame = frame.with_columns(pl.lit(cluster, pl.String).alias("cluster"), pl.lit(day, pl.Date).alias("day"),
-                               ts, jobs, *gauges)
+                               ts, jobs, *gauges, *workload, pl.lit("{}", pl.String).alias("extra_labels"))
     return frame.select(list(RAW_SAMPLE_SCHEMA))

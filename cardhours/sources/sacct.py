@@ -78,7 +78,7 @@ def parse_sacct_text(
         lines, first_line = lines[1:], 2
     rows: list[list[str]] = []
     line_numbers: list[int] = []
-    rejects: list[dict[str, str]] = []
+    rejects: list[dict[str, object]] = []
     for offset, line in enumerate(lines):
         line_no = first_line + offset
         if not line.strip():
@@ -92,7 +92,7 @@ def parse_sacct_text(
     return _rows_frame(rows, line_numbers, source, cluster, day), pl.DataFrame(rejects, schema=QUARANTINE_SCHEMA)
 
 
-def _reject(cluster: str, source: str, day: date, line_no: int, got: int, want: int, line: str) -> dict[str, str]:
+def _reject(cluster: str, source: str, day: date, line_no: int, got: int, want: int, line: str) -> dict[str, object]:
     return {
         "cluster": cluster,
         "source": "sacct",
@@ -100,6 +100,7 @@ def _reject(cluster: str, source: str, day: date, line_no: int, got: int, want: 
         "location": f"{source}:{line_no}",
         "reason": f"line has {got} fields, expected {want}",
         "payload": json.dumps({"line": line}),
+        "n_rows": 1,
     }
 
 

@@ -67,6 +67,10 @@ def make_samples(cluster: str, day: date, n: int, seed: int = 0) -> pl.DataFrame
         pl.format("job{}", idx % 97).alias("hpc_job"),
         pl.when(mig).then(None).otherwise(pl.col("gpu_util")).alias("gpu_util"),
         pl.exclude("gpu_util"),
+        pl.when(idx % 7 == 0).then(pl.format("pod-{}", idx % 11)).alias("pod"),
+        pl.when(idx % 7 == 0).then(pl.lit("team-a")).alias("namespace"),
+        pl.lit(None, pl.String).alias("container"),
+        pl.lit('{"instance":"10.0.0.1:9400"}').alias("extra_labels"),
     )
     return frame.select(pl.col(name).cast(dtype) for name, dtype in RAW_SAMPLE_SCHEMA.items())
 

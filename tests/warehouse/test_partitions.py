@@ -123,7 +123,7 @@ def test_missing_columns_become_null_and_arrow_tables_work(conn) -> None:
     assert replace_partition(conn, "raw.quarantine", frame.to_arrow(), partition) == 1
     stored = read_frame(conn, "SELECT * FROM raw.quarantine")
     assert stored.schema == QUARANTINE_SCHEMA
-    assert stored.row(0) == ("c1", "sacct", "2025-03-01", None, "x", None)
+    assert stored.row(0) == ("c1", "sacct", "2025-03-01", None, "x", None, None)
     key = "cluster=c1/partition_key=2025-03-01/source=sacct"
     assert writes(conn) == [("raw.quarantine", key, 1)]
 
