@@ -1,9 +1,26 @@
 #!/usr/bin/env bash
 # Debian packages the integration tests start for real; installed only when missing.
 #   promtool (package prometheus): back-fills simulator OpenMetrics into a TSDB block.
+#   Slurm 22.05 with accounting (tests/slurm_harness): slurmctld, slurmd, slurmdbd,
+#   slurm-client (sacct, sbatch, sacctmgr...), munge (munged, mungekey) and
+#   mariadb-server (mariadbd, mariadb-install-db). The harness starts its own daemons
+#   under a temp directory; none of them may start at install time (policy-rc.d below).
+#   chromium: the HTML reports are loaded headless (via Playwright's Python driver, which
+#   uses this binary: no browser download) and must render without console errors.
 set -euo pipefail
 missing=()
-command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+need() {  # need COMMAND PACKAGE: install PACKAGE when COMMAND is not on the PATH
+    command -v "$1" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v "$1" >/dev/null 2>&1 \
+        || missing+=("$2")
+}
+need promtool prometheus
+need slurmctld slurmctld
+need slurmd slurmd
+need slurmdbd slurmdbd
+need sacct slurm-client
+need munged munge
+need mariadb-install-db mariadb-server
+need chromium chromium
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
@@ -12,7 +29,8 @@ sudo_cmd=""
 echo "installing Debian packages for the integration tests: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $sudo_cmd apt-get update -qq
-# Debian's prometheus package would start a server from its init script; policy-rc.d stops that.
+# Debian's prometheus, munge, mariadb and slurm packages would start daemons from their
+# init scripts; a policy-rc.d that exits 101 stops that (removed again if we created it).
 if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' | $sudo_cmd tee /usr/sbin/policy-rc.d >/dev/null
     $sudo_cmd chmod +x /usr/sbin/policy-rc.d

@@ -110,3 +110,16 @@ def test_cluster_headline_is_consistent(month_run: dict) -> None:
     assert cluster["capacity_gpu_hours"] == pytest.approx(16 * 31 * 24)
     assert 0.2 < cluster["allocation_ratio"] < 1.0
     assert cluster["allocated_gpu_hours"] + cluster["infra_idle_gpu_hours"] == pytest.approx(cluster["capacity_gpu_hours"])
+
+
+@pytest.mark.integration
+def test_review_renders_in_chromium_offline(month_run: dict, tmp_path: Path) -> None:
+    from tests.support.browser import load_page
+
+    review = month_run["root"] / "sim" / "reports" / MONTH / "review.html"
+    page = load_page(review, tmp_path / "review.png")
+    assert page.console_errors == [] and page.page_errors == []
+    assert [url for url in page.requests if not url.startswith("file:")] == []  # works offline
+    assert page.plots_rendered == review.read_text().count("Plotly.newPlot(") >= 2
+    assert page.screenshot is not None and page.screenshot.stat().st_size > 20_000
+    assert "unmapped" in page.text
