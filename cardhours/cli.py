@@ -16,6 +16,8 @@ from cardhours.config import Config, ConfigError, load_config
 app = typer.Typer(help="GPU utilization analytics and chargeback.", no_args_is_help=True, add_completion=False)
 config_app = typer.Typer(help="Configuration files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+bench_app = typer.Typer(help="Benchmarks against real services.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
 console = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
@@ -129,6 +131,36 @@ def demo(
                                 step_seconds=30, metrics_format="parquet", cluster="demo", progress=report)
     config_path = result.config_path
     _run_month(config_path, _load_or_exit(config_path), month)
+
+
+@bench_app.command("ingest")
+def bench_ingest(
+    gpus: Annotated[int, typer.Option(min=8, help="Simulated GPUs (whole 8-GPU nodes).")] = 256,
+    hours: Annotated[int, typer.Option(min=1, help="Hours of samples to back-fill and read.")] = 24,
+    step: Annotated[int, typer.Option(min=1, help="Sample spacing in seconds.")] = 15,
+    workdir: Annotated[Path | None, typer.Option(help="Work directory (default: a new temporary one).")] = None,
+    keep: Annotated[bool, typer.Option(help="Keep the work directory afterwards.")] = False,
+    rounds: Annotated[int, typer.Option(min=1, help="Timed rounds of ours and raw (the fastest counts).")] = 3,
+) -> None:
+    """Back-fill a real Prometheus with simulated dcgm-exporter series, then time cardhours'
+    ingest against a raw HTTP fetch of the same requests and prometheus-api-client's
+    DataFrame path. The last line printed is the result as JSON."""
+    from cardhours.bench.ingest import BenchError, print_report, run_ingest_bench
+
+    with _progress() as progress:
+        task = progress.add_task("bench", total=None)
+
+        def report(stage: str, done: int, total: int) -> None:
+            progress.update(task, description=stage, completed=done, total=total or None)
+
+        try:
+            result = run_ingest_bench(gpus=gpus, hours=hours, step_seconds=step, workdir=workdir, keep=keep,
+                                      rounds=rounds, progress=report,
+                                      say=lambda text: console.print(text, highlight=False))
+        except BenchError as exc:
+            console.print(f"[red]bench failed[/red]: {exc}", highlight=False)
+            raise typer.Exit(1) from exc
+    print_report(result, out)
 
 
 def main() -> None:

@@ -11,7 +11,12 @@ from dagster import Definitions, EnvVar
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
 from pipelines.assets.marts import fct_job_usage_asset, mart_cluster_monthly_asset, mart_department_monthly_asset
 from pipelines.assets.reports import review_html
-from pipelines.assets.staging import stg_dcgm__gpu_hourly_asset, stg_slurm__jobs_asset
+from pipelines.assets.staging import (
+    stg_dcgm__field_presence_asset,
+    stg_dcgm__gpu_hourly_asset,
+    stg_dcgm__gpu_minutely_asset,
+    stg_slurm__jobs_asset,
+)
 from pipelines.jobs import daily_ingest_job, daily_ingest_schedule, monthly_review_job, monthly_review_schedule
 from pipelines.resources import CardhoursResource
 
@@ -19,6 +24,8 @@ ASSETS = [
     raw_dcgm_samples,
     raw_slurm_sacct,
     stg_dcgm__gpu_hourly_asset,
+    stg_dcgm__gpu_minutely_asset,
+    stg_dcgm__field_presence_asset,
     stg_slurm__jobs_asset,
     fct_job_usage_asset,
     mart_department_monthly_asset,

@@ -5,13 +5,19 @@ from __future__ import annotations
 from dagster import AssetSelection, build_schedule_from_partitioned_job, define_asset_job
 
 
-DAILY_GROUPS = AssetSelection.assets(["raw", "dcgm_samples"], ["raw", "slurm_sacct"], ["staging", "stg_dcgm__gpu_hourly"])
+DAILY_GROUPS = AssetSelection.assets(
+    ["raw", "dcgm_samples"],
+    ["raw", "slurm_sacct"],
+    ["staging", "stg_dcgm__gpu_hourly"],
+    ["staging", "stg_dcgm__gpu_minutely"],
+    ["staging", "stg_dcgm__field_presence"],
+)
 MONTHLY_GROUPS = AssetSelection.groups("marts", "reports") | AssetSelection.assets(["staging", "stg_slurm__jobs"])
 
 daily_ingest_job = define_asset_job(
     "daily_ingest",
     selection=DAILY_GROUPS,
-    description="Land one UTC day of DCGM samples and sacct rows, and roll the samples up per hour.",
+    description="Land one UTC day of DCGM samples and sacct rows; roll the samples up per hour and minute; record field presence.",
 )
 
 monthly_review_job = define_asset_job(

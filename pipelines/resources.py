@@ -39,10 +39,11 @@ class CardhoursResource(ConfigurableResource):
         settings = self.config.cluster(cluster)
         if settings.metrics.source == "file":
             return FileMetricsSource(settings.metrics.path)
-        raise MetricsSourceError(
-            f"cluster {cluster!r}: metrics.source = 'prometheus' is not implemented yet "
-            "(tracked in issue 3); use source = 'file'"
-        )
+        if settings.prometheus is None:
+            raise MetricsSourceError(f"cluster {cluster!r}: metrics.source = 'prometheus' needs [clusters.prometheus]")
+        from pipelines.prometheus_resource import PrometheusResource
+
+        return PrometheusResource.from_config(settings.prometheus).source()
 
     def sacct_rows(self, cluster: str, day: date, start: datetime, end: datetime) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Raw sacct rows for the window and the lines quarantined while reading them."""

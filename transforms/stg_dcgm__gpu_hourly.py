@@ -4,6 +4,10 @@ Signals are kept as sums and non-null counts (plus maxima), not means, so any se
 hours aggregates exactly: mean = sum(<signal>_sum) / sum(<signal>_n). ``gpu_util`` is
 converted from % to a 0-1 ratio before aggregating.
 
+``coverage`` is n_samples / expected_samples, at most 1 (null when the step is longer than
+an hour): a scrape gap lowers it; nothing is interpolated. Several ``hpc_job`` rows of one
+instance and hour each count their own samples.
+
 Energy: ``energy_mj`` is a counter since boot. Each sample's increment is its value minus
 the previous non-null value of the same instance (cluster, hostname, gpu, gpu_i_id) in
 time order over the WHOLE input frame; a drop is a counter reset and contributes the
@@ -38,6 +42,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "hour": pl.Datetime("us"),
     "n_samples": pl.Int64(),
     "expected_samples": pl.Int64(),
+    "coverage": pl.Float64(),
     "first_ts": pl.Datetime("us"),
     "last_ts": pl.Datetime("us"),
     **{
@@ -58,6 +63,12 @@ SCHEMA: dict[str, pl.DataType] = {
 def best_signal() -> pl.Expr:
     """Per sample: sm_active, else gr_engine_active, else gpu_util (already a 0-1 ratio)."""
     return pl.coalesce(pl.col("sm_active"), pl.col("gr_engine_active"), pl.col("gpu_util"))
+
+
+def capped_coverage() -> pl.Expr:
+    """n_samples / expected_samples, at most 1; null when nothing is expected."""
+    expected = pl.col("expected_samples")
+    return pl.when(expected > 0).then(pl.min_horizontal(pl.col("n_samples") / expected, pl.lit(1.0)))
 
 
 def energy_increment() -> pl.Expr:
@@ -114,7 +125,8 @@ def stg_dcgm__gpu_hourly(
         pl.col("_zero").sum().alias("zero_samples"),
     )
     return (
-        hourly.with_columns(pl.lit(3600 // step_seconds).alias("expected_samples"))
+        hourly.with_columns(pl.lit(3600 // step_seconds, pl.Int64).alias("expected_samples"))
+        .with_columns(capped_coverage().alias("coverage"))
         .select(list(SCHEMA))
         .cast(SCHEMA)
         .sort(["cluster", "hostname", "gpu", "gpu_i_id", "hour", "hpc_job"])

@@ -7,15 +7,18 @@ Every backend returns the samples of one cluster in ``[start, end)`` as a frame 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
 import polars as pl
 
-from cardhours.schemas import RAW_SAMPLE_SCHEMA
+from cardhours.schemas import DCGM_FIELDS, RAW_SAMPLE_SCHEMA
 
 __all__ = ["MetricsSource", "FileMetricsSource", "MetricsSourceError", "conform_samples"]
+
+OPENMETRICS_SUFFIXES = (".om", ".txt")
 
 
 class MetricsSourceError(RuntimeError):
@@ -54,15 +57,23 @@ def conform_samples(frame: pl.DataFrame | pl.LazyFrame, cluster: str) -> pl.Lazy
 
 
 class FileMetricsSource:
-    """Samples from files: a directory of day-partitioned Parquet as the simulator writes it.
+    """Samples from files: a directory of day-partitioned Parquet as the simulator writes it,
+    or one OpenMetrics text file (``.om``/``.txt``, dcgm-exporter series as promtool takes them).
 
     Layout: ``<path>/metrics/day=YYYY-MM-DD/*.parquet`` or ``<path>/day=YYYY-MM-DD/*.parquet``
     (``path`` may point at the simulator's output directory or at its ``metrics`` folder).
     Only the day directories that overlap the window are opened.
+
+    An OpenMetrics file is read with ``cardhours.sources.openmetrics`` and labels are
+    normalized as for Prometheus (``normalize_series`` -> ``pivot_samples``);
+    ``metric_fields`` (site metric name -> raw column, default ``DCGM_FIELDS``) names the
+    metrics taken from it, other metric families in the file are not DCGM samples and are
+    left out.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, metric_fields: Mapping[str, str] | None = None) -> None:
         self.path = Path(path)
+        self.metric_fields = dict(DCGM_FIELDS if metric_fields is None else metric_fields)
 
     def _root(self) -> Path:
         if (self.path / "metrics").is_dir():
@@ -86,7 +97,23 @@ class FileMetricsSource:
                 files.extend(sorted(day_dir.glob("*.parquet")))
         return files
 
+    def _read_openmetrics(self, cluster: str, start: datetime, end: datetime) -> pl.DataFrame:
+        from cardhours.sources.openmetrics import OpenMetricsError, read_openmetrics
+        from transforms.dcgm_labels import normalize_series
+        from transforms.dcgm_pivot import pivot_samples
+
+        try:
+            long = read_openmetrics(self.path, start, end)
+            series = long.series.filter(pl.col("__name__").is_in(list(self.metric_fields)))
+            samples = long.samples.join(series.select("series_id"), on="series_id", how="semi")
+            wide = pivot_samples(normalize_series(series, self.metric_fields), samples)
+        except (OpenMetricsError, ValueError) as exc:
+            raise MetricsSourceError(f"cannot read DCGM samples from {self.path}: {exc}") from exc
+        return conform_samples(wide, cluster).collect()
+
     def read_samples(self, cluster: str, start: datetime, end: datetime) -> pl.DataFrame:
+        if self.path.is_file() and self.path.suffix in OPENMETRICS_SUFFIXES:
+            return self._read_openmetrics(cluster, start, end)
         files = self._files(start, end)
         if not files:
             return pl.DataFrame(schema=RAW_SAMPLE_SCHEMA)

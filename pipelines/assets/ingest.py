@@ -1,16 +1,39 @@
-"""Daily ingest: DCGM samples and sacct rows of one UTC day land in the raw schema."""
+"""Daily ingest: DCGM samples and sacct rows of one UTC day land in the raw schema.
 
+DCGM samples are screened on the way in (transforms.dcgm_quality): sentinels and
+out-of-range values are nulled, restart duplicates dropped, whole-GPU fields on MIG
+instances moved to one device row; every rejected value lands in ``raw.quarantine``
+(source "dcgm") and is counted in the metadata.
+"""
 
-from dagster import AssetCheckSpec, AssetExecutionContext, MaterializeResult, asset
+import polars as pl
+from dagster import AssetCheckSpec, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from cardhours.schemas import QUARANTINE_SCHEMA
+from cardhours.schemas import QUARANTINE_SCHEMA, SAMPLE_VALUE_COLUMNS
+from pipelines.checks.quarantine import CHECK_NAME as QUARANTINE_CHECK
+from pipelines.checks.quarantine import ClusterQuarantine, quarantine_share_check, values_by_reason
 from pipelines.checks.raw import check_raw_table
 from pipelines.partitions import daily_partitions, naive_window
 from pipelines.resources import CardhoursResource
+from transforms.dcgm_quality import SOURCE as DCGM_SOURCE
+from transforms.dcgm_quality import ScreenResult, quarantine_share, screen_samples
 from warehouse import replace_partition
 
 SAMPLES_KEY = ["raw", "dcgm_samples"]
 SACCT_KEY = ["raw", "slurm_sacct"]
+
+
+def fields_present(samples: pl.DataFrame) -> list[str]:
+    """The raw value columns with at least one non-null value (after screening)."""
+    if samples.is_empty():
+        return []
+    counts = samples.select(pl.col(SAMPLE_VALUE_COLUMNS).count()).row(0, named=True)
+    return [field for field in SAMPLE_VALUE_COLUMNS if counts[field] > 0]
+
+
+def screening_metadata(result: ScreenResult) -> dict:
+    """One cluster's screening counts, its quarantine share and the fields it delivered."""
+    return {**result.counts, "quarantine_share": round(quarantine_share(result.counts), 8), "fields_present": fields_present(result.clean)}
 
 
 @asset(
@@ -18,23 +41,52 @@ SACCT_KEY = ["raw", "slurm_sacct"]
     partitions_def=daily_partitions,
     group_name="ingest",
     kinds={"duckdb"},
-    description="Every DCGM sample of the day, per GPU or MIG instance, labels normalized (docs/design.md).",
-    check_specs=[AssetCheckSpec("gx_raw_dcgm_samples", asset=SAMPLES_KEY, blocking=True)],
+    description="Every DCGM sample of the day, per GPU or MIG instance, labels normalized and screened (docs/design.md).",
+    check_specs=[
+        AssetCheckSpec("gx_raw_dcgm_samples", asset=SAMPLES_KEY, blocking=True),
+        AssetCheckSpec(QUARANTINE_CHECK, asset=SAMPLES_KEY, blocking=True,
+                       description="Quarantined share of the day's sample values within metrics.max_quarantine_share."),
+    ],
 )
 def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, end = naive_window(context.partition_time_window)
+    day = start.date()
     rows: dict[str, int] = {}
+    screening: dict[str, dict] = {}
+    outcomes: list[ClusterQuarantine] = []
     with cardhours.warehouse() as conn:
         for cluster in cardhours.config.clusters:
             frame = cardhours.metrics_source(cluster.name).read_samples(cluster.name, start, end)
+            result = screen_samples(frame, partition_key=day.isoformat())
+            del frame
             rows[cluster.name] = replace_partition(
-                conn, "raw.dcgm_samples", frame, {"cluster": cluster.name, "day": start.date()}
+                conn, "raw.dcgm_samples", result.clean, {"cluster": cluster.name, "day": day}
             )
-            context.log.info(f"{cluster.name}: {rows[cluster.name]} samples for {start.date()}")
-    check = check_raw_table(cardhours, "raw.dcgm_samples", SAMPLES_KEY, "gx_raw_dcgm_samples", start.date())
+            replace_partition(
+                conn,
+                "raw.quarantine",
+                result.quarantine.select(list(QUARANTINE_SCHEMA)),
+                {"cluster": cluster.name, "source": DCGM_SOURCE, "partition_key": day.isoformat()},
+            )
+            screening[cluster.name] = screening_metadata(result)
+            outcomes.append(
+                ClusterQuarantine(cluster.name, day.isoformat(), result.counts,
+                                  cluster.metrics.max_quarantine_share, values_by_reason(result.quarantine))
+            )
+            quarantined = result.counts["quarantined_values"]
+            context.log.info(f"{cluster.name}: {rows[cluster.name]} samples for {day}, {quarantined} values quarantined")
+    gx = check_raw_table(cardhours, "raw.dcgm_samples", SAMPLES_KEY, "gx_raw_dcgm_samples", day)
+    share = quarantine_share_check(outcomes, SAMPLES_KEY)
     return MaterializeResult(
-        metadata={"rows": sum(rows.values()), "rows_by_cluster": rows, "window_start": str(start), "window_end": str(end)},
-        check_results=[check],
+        metadata={
+            "rows": sum(rows.values()),
+            "rows_by_cluster": rows,
+            "quarantined_values": sum(item["quarantined_values"] for item in screening.values()),
+            "screening_by_cluster": MetadataValue.json(screening),
+            "window_start": str(start),
+            "window_end": str(end),
+        },
+        check_results=[gx, share],
     )
 
 

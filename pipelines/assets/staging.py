@@ -1,18 +1,25 @@
-"""Staging: hourly DCGM rollups per GPU (daily partitions) and Slurm job runs (monthly partitions)."""
+"""Staging: DCGM rollups per GPU per hour and minute and the day's field presence (daily
+partitions), and Slurm job runs (monthly partitions)."""
 
 
 import polars as pl
-from dagster import AssetDep, AssetExecutionContext, MaterializeResult, asset
+from dagster import AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from cardhours.schemas import QUARANTINE_SCHEMA
+from cardhours.schemas import QUARANTINE_SCHEMA, SAMPLE_VALUE_COLUMNS
 from pipelines.partitions import daily_partitions, monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
+from transforms.stg_dcgm__field_presence import INSTANCE_KEY, presence_summary, stg_dcgm__field_presence
 from transforms.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
+from transforms.stg_dcgm__gpu_minutely import stg_dcgm__gpu_minutely_sql
 from transforms.stg_slurm__jobs import stg_slurm__jobs
 from warehouse import read_frame, replace_partition
 
 HOURLY_KEY = ["staging", "stg_dcgm__gpu_hourly"]
+MINUTELY_KEY = ["staging", "stg_dcgm__gpu_minutely"]
+PRESENCE_KEY = ["staging", "stg_dcgm__field_presence"]
 JOBS_KEY = ["staging", "stg_slurm__jobs"]
+SAMPLES_DEP = AssetDep(["raw", "dcgm_samples"])
+PRESENCE_COLUMNS = ", ".join([*INSTANCE_KEY, *SAMPLE_VALUE_COLUMNS])
 
 
 @asset(
@@ -20,8 +27,8 @@ JOBS_KEY = ["staging", "stg_slurm__jobs"]
     partitions_def=daily_partitions,
     group_name="staging",
     kinds={"duckdb", "polars"},
-    deps=[AssetDep(["raw", "dcgm_samples"])],
-    description="Per GPU or MIG instance, hpc_job and hour: sample counts, sums and maxima of each signal, energy.",
+    deps=[SAMPLES_DEP],
+    description="Per GPU or MIG instance, hpc_job and hour: sample counts and coverage, sums and maxima of each signal, energy.",
 )
 def stg_dcgm__gpu_hourly_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, _ = naive_window(context.partition_time_window)
@@ -35,6 +42,73 @@ def stg_dcgm__gpu_hourly_asset(context: AssetExecutionContext, cardhours: Cardho
         hourly = pl.concat(frames).with_columns(pl.lit(day).alias("day"))
         rows = replace_partition(conn, "staging.stg_dcgm__gpu_hourly", hourly, {"day": day})
     return MaterializeResult(metadata={"rows": rows, "day": str(day)})
+
+
+@asset(
+    key=MINUTELY_KEY,
+    partitions_def=daily_partitions,
+    group_name="staging",
+    kinds={"duckdb"},
+    deps=[SAMPLES_DEP],
+    description="Per GPU or MIG instance, hpc_job, pod and minute: coverage, mean and max of each signal, best signal.",
+)
+def stg_dcgm__gpu_minutely_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
+    start, _ = naive_window(context.partition_time_window)
+    day = start.date()
+    frames = []
+    with cardhours.warehouse() as conn:
+        for cluster in cardhours.config.clusters:
+            # SQL in DuckDB: the day's raw rows never leave the warehouse (docs/storage.md).
+            text, params = stg_dcgm__gpu_minutely_sql(cluster.name, day, cluster.sample_step_seconds)
+            frames.append(read_frame(conn, text, params))
+        minutely = pl.concat(frames).with_columns(pl.lit(day).alias("day"))
+        rows = replace_partition(conn, "staging.stg_dcgm__gpu_minutely", minutely, {"day": day})
+    partial = minutely.filter(pl.col("coverage") < 1).height
+    mean_coverage = minutely.get_column("coverage").mean()
+    return MaterializeResult(
+        metadata={
+            "rows": rows,
+            "day": str(day),
+            "minutes_below_full_coverage": partial,
+            "mean_coverage": float(mean_coverage) if mean_coverage is not None else None,
+        }
+    )
+
+
+@asset(
+    key=PRESENCE_KEY,
+    partitions_def=daily_partitions,
+    group_name="staging",
+    kinds={"duckdb", "polars"},
+    deps=[SAMPLES_DEP],
+    description="Per GPU or MIG instance and DCGM field: samples present, non-zero, range, suspect flat zero.",
+)
+def stg_dcgm__field_presence_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
+    start, _ = naive_window(context.partition_time_window)
+    day = start.date()
+    frames = []
+    with cardhours.warehouse() as conn:
+        for cluster in cardhours.config.clusters:
+            samples = read_frame(
+                conn, f"SELECT {PRESENCE_COLUMNS} FROM raw.dcgm_samples WHERE cluster = ? AND day = ?", [cluster.name, day]
+            )
+            frames.append(stg_dcgm__field_presence(samples.lazy(), day))
+        presence = pl.concat(frames)
+        rows = replace_partition(conn, "staging.stg_dcgm__field_presence", presence, {"day": day})
+    suspects = presence.filter(pl.col("suspect_flat_zero"))
+    if suspects.height:
+        named = suspects.select(pl.format("{}:{}:{}", "hostname", "gpu", "field")).to_series().head(10).to_list()
+        context.log.warning(f"{suspects.height} fields flat at 0 all day while another signal moved: {named}")
+    return MaterializeResult(
+        metadata={
+            "rows": rows,
+            "day": str(day),
+            "fields_by_cluster": MetadataValue.json(
+                {frame.get_column("cluster")[0]: presence_summary(frame) for frame in frames if frame.height}
+            ),
+            "suspect_flat_zero": suspects.height,
+        }
+    )
 
 
 @asset(

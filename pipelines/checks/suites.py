@@ -15,14 +15,8 @@ import great_expectations.expectations as gxe
 import polars as pl
 
 from cardhours.schemas import RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
+from transforms.dcgm_sentinels import BOUNDS, value_limits
 
-RATIO_COLUMNS: tuple[str, ...] = (
-    "gr_engine_active",
-    "sm_active",
-    "sm_occupancy",
-    "tensor_active",
-    "dram_active",
-)
 SAMPLE_KEY_COLUMNS: tuple[str, ...] = ("cluster", "day", "ts", "hostname", "gpu", "uuid")
 SACCT_KEY_COLUMNS: tuple[str, ...] = (
     "job_id",
@@ -36,7 +30,6 @@ SACCT_KEY_COLUMNS: tuple[str, ...] = (
 # 123 | 123_7 | 123_[1-9%2] (pending array, with throttle) | 123+0 (het job) | any of those
 # followed by a step: .batch .extern .0
 SLURM_JOB_ID_REGEX = r"^\d+(?:[_+][\d\[\]\-,%]+)?(?:\.[A-Za-z0-9_]+)?$"
-MAX_POWER_W = 2000.0
 
 
 def between(
@@ -89,14 +82,9 @@ def suite_from_schema(
 
 def raw_dcgm_samples_suite() -> gx.ExpectationSuite:
     """`raw.dcgm_samples`: RAW_SAMPLE_SCHEMA columns, non-null keys, physical value ranges."""
-    ranges = [
-        between("gpu_util", 0, 100),
-        *(between(column, 0, 1) for column in RATIO_COLUMNS),
-        between("fb_used_mib", 0),
-        between("fb_free_mib", 0),
-        between("power_w", 0, MAX_POWER_W, strict_max=True),
-        between("energy_mj", 0),
-    ]
+    # The same bounds screening applies (transforms.dcgm_sentinels), so a value that passed
+    # screening can never fail this blocking check.
+    ranges = [between(column, *value_limits(column)) for column in BOUNDS]
     return suite_from_schema(
         "raw.dcgm_samples", RAW_SAMPLE_SCHEMA, non_null=SAMPLE_KEY_COLUMNS, extra=ranges
     )

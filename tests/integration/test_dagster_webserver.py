@@ -19,6 +19,8 @@ EXPECTED_KEYS = {
     ("raw", "dcgm_samples"),
     ("raw", "slurm_sacct"),
     ("staging", "stg_dcgm__gpu_hourly"),
+    ("staging", "stg_dcgm__gpu_minutely"),
+    ("staging", "stg_dcgm__field_presence"),
     ("staging", "stg_slurm__jobs"),
     ("marts", "fct_job_usage"),
     ("marts", "mart_department_monthly"),

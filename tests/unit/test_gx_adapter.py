@@ -64,7 +64,7 @@ def test_good_frame_passes_with_metadata() -> None:
     ("column", "value", "failing"),
     [
         ("sm_active", 1.25, "expect_column_values_to_be_between(sm_active)"),
-        ("power_w", 2000.0, "expect_column_values_to_be_between(power_w)"),
+        ("power_w", 3000.5, "expect_column_values_to_be_between(power_w)"),
         ("fb_free_mib", -1.0, "expect_column_values_to_be_between(fb_free_mib)"),
         ("hostname", None, "expect_column_values_to_not_be_null(hostname)"),
         ("day", None, "expect_column_values_to_not_be_null(day)"),

@@ -145,3 +145,24 @@ def test_h200_trace_per_job_rollup_matches_the_csv() -> None:
     assert got.get_column("expected_samples").unique().to_list() == [3600]
     for column in ("n_samples", "sm_active_sum", "gpu_util_sum", "fb_used_mib_max", "energy_delta_mj"):
         assert got.get_column(column).to_list() == pytest.approx(expected.get_column(column).to_list()), column
+
+
+def test_coverage_counts_present_samples_and_a_gap_invents_nothing() -> None:
+    # an hour at 60 s with a 10-minute scrape gap (10:20-10:29): 50 of 60 samples
+    rows = [sample(m, sm_active=0.5) for m in range(60) if not 20 <= m < 30]
+    row = hourly(rows).row(0, named=True)
+    assert (row["n_samples"], row["expected_samples"]) == (50, 60)
+    assert row["coverage"] == pytest.approx(50 / 60)
+    assert (row["sm_active_sum"], row["sm_active_n"]) == (pytest.approx(25.0), 50)
+
+
+def test_coverage_is_capped_at_one_and_per_job() -> None:
+    rows = [sample(m, sm_active=0.5) for m in range(60)] + [sample(m, hpc_job="8") for m in range(30)]
+    rows += [sample(59, sm_active=0.5)]  # a duplicate: more rows than expected
+    out = hourly(rows)
+    assert out.select("hpc_job", "n_samples", "coverage").rows() == [("7", 61, 1.0), ("8", 30, 0.5)]
+
+
+def test_coverage_is_null_when_the_step_exceeds_an_hour() -> None:
+    out = hourly([sample(0, sm_active=0.5)], step_seconds=7200)
+    assert out.select("expected_samples", "coverage").row(0) == (0, None)

@@ -1,0 +1,191 @@
+"""``cardhours bench ingest``: how fast cardhours reads dcgm-exporter series from a real Prometheus.
+
+Steps: simulate ``gpus`` GPUs for ``ceil(hours / 24)`` whole days at ``step_seconds``
+(OpenMetrics only), keep the first ``hours`` of it, back-fill that into a TSDB with the
+real ``promtool``, start the real ``prometheus`` on it (``cardhours.bench.prometheus_server``),
+warm the server with one untimed raw fetch, then time, one after the other and each in a
+fresh process (``ingest_timers``): cardhours' ingest and a raw HTTP fetch of the same
+requests with the same concurrency, alternately ``rounds`` times (the fastest of each
+counts: other load on the machine only ever slows a round down), then
+prometheus-api-client's DataFrame path once (it is the slow one).
+
+Every sample back-filled must come back from cardhours' ingest: a different count fails
+the bench (a fast wrong answer is not a result). With ``workdir`` given, a finished
+simulation and back-fill of the same size found there are reused, and the directory is
+kept; a temporary work directory is removed unless ``keep``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+from rich.console import Console
+from rich.table import Table
+
+from cardhours.bench.ingest_timers import measure
+from cardhours.bench.prometheus_server import PrometheusHarnessError, PrometheusServer, backfill
+from cardhours.config import ConfigError, parse_config
+
+START = date(2026, 3, 2)  # a whole UTC day (and a 2-hour TSDB block boundary)
+SEED = 5
+CLUSTER = "bench"
+Progress = Callable[[str, int, int], None]
+
+
+class BenchError(RuntimeError):
+    """The bench could not run, or cardhours' ingest returned the wrong number of samples."""
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    gpus: int
+    hours: int
+    step_seconds: int
+    rounds: int
+    workdir: Path
+    kept: bool
+    expected_samples: int
+    timings: dict[str, dict]  # ours, raw, client -> ingest_timers result
+
+    def summary(self) -> dict:
+        return {"ours_s": round(self.timings["ours"]["seconds"], 3),
+                "raw_fetch_s": round(self.timings["raw"]["seconds"], 3),
+                "client_df_s": round(self.timings["client"]["seconds"], 3),
+                "samples": self.timings["ours"]["samples"]}
+
+
+def truncate_openmetrics(source: Path, target: Path, end: datetime) -> int:
+    """Copy ``source`` without the samples at or after ``end``; the samples kept."""
+    lines = pl.scan_csv(source, has_header=False, separator="\x00", quote_char=None,
+                        new_columns=["line"], schema={"line": pl.String})
+    seconds = pl.col("line").str.extract(r"(\S+)$").cast(pl.Float64, strict=False)
+    limit = (end - datetime(1970, 1, 1)).total_seconds()
+    comment = pl.col("line").str.starts_with("#")
+    kept = lines.filter(comment | (seconds < limit))
+    kept.sink_csv(target, include_header=False, quote_style="never")
+    return count_samples(target)
+
+
+def count_samples(path: Path) -> int:
+    lines = pl.scan_csv(path, has_header=False, separator="\x00", quote_char=None, comment_prefix="#",
+                        new_columns=["line"], schema={"line": pl.String})
+    return lines.select(pl.len()).collect().item()
+
+
+def _prepare(gpus: int, hours: int, step: int, root: Path, progress: Progress) -> tuple[Path, int]:
+    """Simulate and back-fill into ``root`` (or reuse a finished run); (TSDB dir, samples)."""
+    from cardhours.simulate.run import simulate
+
+    marker, data_dir = root / "bench.json", root / "tsdb"
+    wanted = {"gpus": gpus, "hours": hours, "step_seconds": step, "start": START.isoformat(), "seed": SEED}
+    if marker.exists() and json.loads(marker.read_text()).get("params") == wanted:
+        return data_dir, json.loads(marker.read_text())["samples"]
+    shutil.rmtree(data_dir, ignore_errors=True)
+    days = math.ceil(hours / 24)
+    sim = simulate(root / "sim", gpus=gpus, days=days, start=START, seed=SEED, step_seconds=step,
+                   metrics_format="om", cluster=CLUSTER, progress=lambda s, d, t: progress(f"simulate: {s}", d, t))
+    om = sim.om_path
+    if hours < days * 24:
+        progress(f"keep the first {hours} h", 0, 0)
+        om = root / "sim" / f"metrics-{hours}h.om"
+        samples = truncate_openmetrics(sim.om_path, om, sim.window_start + timedelta(hours=hours))
+    else:
+        samples = count_samples(om)
+    progress(f"back-fill {samples:,} samples (promtool)", 0, 0)
+    backfill([om], data_dir)
+    marker.write_text(json.dumps({"params": wanted, "samples": samples}))
+    return data_dir, samples
+
+
+def prometheus_config(url: str, step: int, sim_dir: Path) -> dict:
+    """The simulated site's own config (``sim_dir/cardhours.toml``) switched to read metrics from
+    ``url``, validated like any site config; its [clusters.prometheus] settings."""
+    data = tomllib.loads((sim_dir / "cardhours.toml").read_text())
+    cluster = data["clusters"][0]
+    cluster["metrics"] = {"source": "prometheus"}
+    cluster["prometheus"] = {"url": url, "step_seconds": step, "scrape_interval_seconds": step}
+    try:
+        settings = parse_config(data, base_dir=sim_dir, source=sim_dir / "cardhours.toml")
+    except ConfigError as exc:
+        raise BenchError(str(exc)) from exc
+    return settings.clusters[0].prometheus.model_dump(mode="json")
+
+
+def _timed_rounds(config: dict, start: datetime, end: datetime, rounds: int, report: Progress) -> dict[str, dict]:
+    """ours and raw alternately ``rounds`` times (the fastest of each kept, with the highest
+    peak RSS of its rounds), then the client path once."""
+    runs: dict[str, list[dict]] = {"ours": [], "raw": []}
+    for i in range(rounds):
+        for name in runs:
+            report(f"round {i + 1}/{rounds}: {name}", i, rounds + 1)
+            runs[name].append(measure(name, config, start, end))
+    timings = {name: {**min(results, key=lambda t: t["seconds"]), "rss_mib": max(t["rss_mib"] for t in results)}
+               for name, results in runs.items()}
+    report("client (once)", rounds, rounds + 1)
+    timings["client"] = measure("client", config, start, end)
+    return timings
+
+
+def run_ingest_bench(gpus: int, hours: int, step_seconds: int = 15, workdir: Path | None = None,
+                     keep: bool = False, rounds: int = 3, progress: Progress | None = None,
+                     say: Callable[[str], None] = print) -> BenchResult:
+    report = progress or (lambda stage, done, total: None)
+    root = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="cardhours-bench-"))
+    root.mkdir(parents=True, exist_ok=True)
+    kept = keep or workdir is not None
+    say(f"work directory: {root}" + ("" if kept else " (removed at the end; --keep keeps it)"))
+    start = datetime(START.year, START.month, START.day)
+    end = start + timedelta(hours=hours)
+    try:
+        data_dir, expected = _prepare(gpus, hours, step_seconds, root, report)
+        with PrometheusServer(data_dir, root / "server") as server:
+            config = prometheus_config(server.url, step_seconds, root / "sim")
+            report("warm-up fetch (untimed)", 0, 0)
+            measure("raw", config, start, end)
+            timings = _timed_rounds(config, start, end, rounds, report)
+    except PrometheusHarnessError as exc:
+        raise BenchError(str(exc)) from exc
+    finally:
+        if not kept:
+            shutil.rmtree(root, ignore_errors=True)
+    if timings["ours"]["samples"] != expected:
+        raise BenchError(f"cardhours read {timings['ours']['samples']:,} samples, {expected:,} were back-filled")
+    return BenchResult(gpus, hours, step_seconds, rounds, root, kept, expected, timings)
+
+
+def print_report(result: BenchResult, out: Console) -> None:
+    """The table, then the JSON summary as the last line."""
+    labels = {"ours": "ours", "raw": "raw", "client": "client"}
+    raw = result.timings["raw"]["seconds"]
+    table = Table(title=f"ingest of {result.gpus} GPUs x {result.hours} h at {result.step_seconds} s "
+                        f"({result.expected_samples:,} samples back-filled; ours and raw: best of {result.rounds})")
+    for column in ("path", "s", "x raw", "samples", "req", "MiB", "cpu", "srv", "RSS", "base"):
+        table.add_column(column, justify="left" if column == "path" else "right", no_wrap=True)
+    for name, label in labels.items():
+        t = result.timings[name]
+        table.add_row(label, f"{t['seconds']:.2f}", f"{t['seconds'] / raw:.2f}",
+                      "-" if t["samples"] is None else f"{t['samples']:,}", str(t["requests"]),
+                      "-" if t["mib"] is None else f"{t['mib']:.0f}", f"{t['cpu_s']:.1f}",
+                      f"{t['other_cpu_s']:.1f}", f"{t['rss_mib']:.0f}", f"{t['base_rss_mib']:.0f}")
+    out.print(table)
+    out.print("ours: cardhours' PrometheusMetricsSource.read_long. raw: a raw HTTP fetch of the same requests with the "
+              "same concurrency, bodies read and discarded. client: prometheus-api-client get_metric_range_data + "
+              "MetricRangeDataFrame. "
+              "s: wall seconds. MiB: response bytes. cpu: CPU seconds of the reading process; srv: CPU seconds of "
+              f"everything else on the machine (the Prometheus server), {os.cpu_count()} CPUs. RSS: peak MiB of the "
+              "reading process (base: after imports and warm-up).", highlight=False)
+    ours, client = result.timings["ours"]["seconds"], result.timings["client"]["seconds"]
+    out.print(f"ours / raw fetch = {ours / raw:.2f} (target <= 1.25); client DF / ours = "
+              f"{client / ours:.1f} (target >= 4)", highlight=False)
+    out.print(f"work directory: {result.workdir}" + (" (kept)" if result.kept else " (removed)"), highlight=False)
+    out.print(json.dumps(result.summary()), highlight=False, soft_wrap=True)

@@ -1,0 +1,145 @@
+"""The three timed reads of ``cardhours bench ingest``, each run in a fresh process.
+
+Each function runs in its own spawned interpreter (``measure``), so its peak RSS is its
+own and no read profits from another's warm Python caches. Each first reads the window's
+first five minutes untimed (imports, first-call paths); timing starts after that and the
+set-up and ends when the data is in memory:
+
+- ``ours``: ``PrometheusMetricsSource.read_long`` (census probes, planned requests in
+  parallel, decoded into LongSamples).
+- ``raw``: the same HTTP requests (the census probes, then ``plan_metric`` per partition,
+  exactly what ``read_long`` sends when nothing is refused) with the same concurrency and
+  the same ``PrometheusClient`` session; bodies are read and discarded, nothing is parsed.
+  The request list is built before the clock starts.
+- ``client``: prometheus-api-client's ``get_metric_range_data`` per metric over the window,
+  then ``MetricRangeDataFrame`` of each result (the library's own DataFrame path).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+
+WARM_UP = timedelta(minutes=5)  # each timer first reads this much, untimed (imports, first calls)
+
+
+def _machine_busy_seconds() -> float:
+    """CPU seconds all processes of the machine have spent busy (``/proc/stat``)."""
+    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+class Clock:
+    """Wall time, this process's CPU time and the rest of the machine's CPU time (mostly the
+    Prometheus server) between ``start`` and ``stop``."""
+
+    def start(self) -> Clock:
+        self.wall, self.cpu, self.busy = time.perf_counter(), time.process_time(), _machine_busy_seconds()
+        return self
+
+    def stop(self) -> dict:
+        cpu = time.process_time() - self.cpu
+        return {"seconds": time.perf_counter() - self.wall, "cpu_s": cpu,
+                "other_cpu_s": max(_machine_busy_seconds() - self.busy - cpu, 0.0)}
+
+
+def _rss_mib() -> float:
+    """Peak resident memory of this process so far (``VmHWM``: unlike ``ru_maxrss`` it starts
+    afresh at exec, so it does not count the parent image a spawned child was forked from)."""
+    status = open("/proc/self/status").read()
+    return int(re.search(r"^VmHWM:\s+(\d+) kB", status, re.M).group(1)) / 1024
+
+
+def _source(config: dict):
+    from cardhours.config.cluster import PrometheusConfig
+    from cardhours.sources.prometheus import PrometheusMetricsSource
+
+    return PrometheusMetricsSource(PrometheusConfig.model_validate(config))
+
+
+def ours(config: dict, start: datetime, end: datetime) -> dict:
+    source = _source(config)
+    source.read_long(start, start + WARM_UP)  # imports and first-call paths, untimed
+    base = _rss_mib()
+    clock = Clock().start()
+    long = source.read_long(start, end)
+    timing = clock.stop()
+    stats = source.last_report.fetch
+    return {**timing, "samples": long.samples.height, "series": long.series.height,
+            "requests": stats.answered + len(source.last_report.censuses), "refused": stats.refused,
+            "mib": stats.n_bytes / 2**20, "rss_mib": _rss_mib(), "base_rss_mib": base}
+
+
+def request_list(source, start: datetime, end: datetime) -> list[tuple[str, dict[str, str]]]:
+    """The census probes and the planned data requests of ``source.read_raw(start, end)``."""
+    from cardhours.sources.prometheus.plan import day_partitions, plan_metric, selector, seconds
+    from cardhours.sources.prometheus.source import to_ms
+
+    limits = source._limits(source.config.scrape_interval_seconds * 1000)
+    probes, data = [], []
+    for a, b in day_partitions(to_ms(start), to_ms(end)):
+        for metric in source.fields:
+            match = selector(metric, source.config.selector, [])
+            probes.append(("/api/v1/series", {"match[]": match, "start": seconds(a), "end": seconds(b - 1)}))
+            census = source.census(metric, a, b)
+            data += [r.http(source.config.selector) for r in plan_metric(census, a, b, limits)]
+    return probes + data
+
+
+def raw(config: dict, start: datetime, end: datetime) -> dict:
+    source = _source(config)
+    requests = request_list(source, start, end)
+    client = source.client
+    base = _rss_mib()
+    warm_up = request_list(source, start, start + WARM_UP)
+
+    def fetch(request: tuple[str, dict[str, str]]) -> int:
+        path, params = request
+        return len(client.get(path, params, query=params.get("query", path), window="bench"))
+
+    with ThreadPoolExecutor(max_workers=source.config.max_parallel_requests) as pool:
+        list(pool.map(fetch, warm_up))
+    clock = Clock().start()
+    with ThreadPoolExecutor(max_workers=source.config.max_parallel_requests) as pool:
+        n_bytes = sum(pool.map(fetch, requests))
+    timing = clock.stop()
+    return {**timing, "samples": None, "series": None, "requests": len(requests), "refused": 0,
+            "mib": n_bytes / 2**20, "rss_mib": _rss_mib(), "base_rss_mib": base}
+
+
+def client(config: dict, start: datetime, end: datetime) -> dict:
+    from prometheus_api_client import MetricRangeDataFrame, PrometheusConnect
+
+    from cardhours.schemas import DCGM_FIELDS
+
+    connection = PrometheusConnect(url=config["url"], disable_ssl=not config.get("verify_tls", True))
+    metrics = [config.get("metric_names", {}).get(field, field) for field in DCGM_FIELDS]
+    utc_start, utc_end = start.replace(tzinfo=timezone.utc), end.replace(tzinfo=timezone.utc)
+    MetricRangeDataFrame(connection.get_metric_range_data(metrics[0], start_time=utc_start,
+                                                          end_time=utc_start + WARM_UP))  # untimed
+    base = _rss_mib()
+    clock = Clock().start()
+    samples = series = 0
+    for metric in metrics:
+        result = connection.get_metric_range_data(metric, start_time=utc_start, end_time=utc_end)
+        if result:
+            samples += len(MetricRangeDataFrame(result))
+            series += len(result)
+    timing = clock.stop()
+    return {**timing, "samples": samples, "series": series, "requests": len(metrics), "refused": 0,
+            "mib": None, "rss_mib": _rss_mib(), "base_rss_mib": base}
+
+
+TIMERS = {"ours": ours, "raw": raw, "client": client}
+
+
+def measure(name: str, config: dict, start: datetime, end: datetime) -> dict:
+    """Run timer ``name`` in a fresh spawned process; its result dict."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(TIMERS[name], config, start, end).result()

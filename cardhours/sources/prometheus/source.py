@@ -1,0 +1,170 @@
+"""``PrometheusMetricsSource``: DCGM samples of one cluster from a Prometheus HTTP API.
+
+A read, per UTC day in the window: one ``/api/v1/series`` probe per metric (the census:
+which series, on which hosts; fields the site does not export have none and are skipped),
+then the planned requests (``plan``), fetched in parallel and merged (``fetch``) into
+``LongSamples``. ``read_samples`` normalizes labels and pivots to ``RAW_SAMPLE_SCHEMA``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import polars as pl
+
+from cardhours.config.cluster import ClusterConfig, PrometheusConfig
+from cardhours.schemas import DCGM_FIELDS
+from cardhours.sources.metrics import MetricsSourceError, conform_samples
+from cardhours.sources.prometheus import LongSamples
+from cardhours.sources.prometheus.client import PrometheusClient
+from cardhours.sources.prometheus.decode import DecodeError, decode_data, decode_label_sets
+from cardhours.sources.prometheus.fetch import FetchStats, fetch_all, merge, window_text
+from cardhours.sources.prometheus.plan import (
+    DAY_MS, TARGET_SAMPLES_PER_REQUEST, Census, Downsample, Limits, day_partitions, plan_metric, seconds, selector,
+)
+from transforms.dcgm_labels import normalize_series
+from transforms.dcgm_pivot import pivot_samples
+
+EPOCH = datetime(1970, 1, 1)
+
+# Server-side downsampling: one aggregate per step and series.
+# - Activity ratios, GPU_UTIL and power are gauges sampled at random instants: the mean over
+#   the step is the unbiased estimate of the step's mean (avg_over_time).
+# - FB_USED: capacity questions need the peak, so max_over_time; FB_FREE mirrors it with
+#   min_over_time (at the step's peak use, free memory is at its minimum).
+# - TOTAL_ENERGY_CONSUMPTION is a counter (mJ since boot): averaging a counter is
+#   meaningless, so the raw value at the end of the step is kept (last_over_time).
+#   Successive values difference into exactly the energy of each step (resets still show
+#   as drops), as increase() would compute from raw samples at that resolution.
+DOWNSAMPLE_FUNCTIONS: dict[str, str] = {
+    "DCGM_FI_DEV_FB_USED": "max_over_time",
+    "DCGM_FI_DEV_FB_FREE": "min_over_time",
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "last_over_time",
+}
+
+
+def downsample_function(field: str) -> str:
+    """The ``*_over_time`` function that summarizes ``field`` per step (see DOWNSAMPLE_FUNCTIONS)."""
+    if field not in DCGM_FIELDS:
+        raise KeyError(f"unknown DCGM field {field!r}")
+    return DOWNSAMPLE_FUNCTIONS.get(field, "avg_over_time")
+
+
+def to_ms(moment: datetime) -> int:
+    """Naive UTC (or aware) datetime -> epoch milliseconds, rounded up (a sample at a whole
+    millisecond is at or after ``moment`` exactly when it is at or after this)."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return -((EPOCH - moment) // timedelta(milliseconds=1))
+
+
+@dataclass(frozen=True)
+class ReadReport:
+    """What one read found and did."""
+
+    fields_present: tuple[str, ...]  # DCGM fields that returned series
+    censuses: tuple[Census, ...]
+    fetch: FetchStats
+    n_series: int
+    n_samples: int
+
+
+class PrometheusMetricsSource:
+    """The ``MetricsSource`` over Prometheus; ``read_long`` for the label-preserving long form."""
+
+    def __init__(self, config: PrometheusConfig, client: PrometheusClient | None = None,
+                 target_samples_per_request: int = TARGET_SAMPLES_PER_REQUEST) -> None:
+        self.config = config
+        self.client = client if client is not None else PrometheusClient.from_config(config)
+        self.target_samples_per_request = target_samples_per_request
+        self.fields = {config.metric_name(field): field for field in DCGM_FIELDS}  # metric -> DCGM field
+        self.metric_fields = {metric: DCGM_FIELDS[field] for metric, field in self.fields.items()}
+        self.last_report: ReadReport | None = None
+        self._left_open: bool | None = None
+
+    @classmethod
+    def from_config(cls, config: ClusterConfig | PrometheusConfig, **options: object) -> PrometheusMetricsSource:
+        settings = config.prometheus if isinstance(config, ClusterConfig) else config
+        if settings is None:
+            raise MetricsSourceError(f"cluster {config.name!r} has no [clusters.prometheus] section")
+        return cls(settings, **options)
+
+    @property
+    def fields_present(self) -> tuple[str, ...]:
+        """DCGM fields that returned series in the last read (empty before any read)."""
+        return self.last_report.fields_present if self.last_report else ()
+
+    def read_samples(self, cluster: str, start: datetime, end: datetime) -> pl.DataFrame:
+        long = self.read_long(start, end)
+        try:
+            wide = pivot_samples(normalize_series(long.series, self.metric_fields), long.samples)
+        except ValueError as exc:
+            raise MetricsSourceError(f"cannot normalize DCGM series read from {self.client.url}: {exc}") from exc
+        return conform_samples(wide, cluster).collect()
+
+    def read_long(self, start: datetime, end: datetime) -> LongSamples:
+        """Raw samples in ``[start, end)``, or per-step aggregates when ``downsample_seconds`` is set."""
+        if self.config.downsample_seconds is not None:
+            return self.read_downsampled(start, end, self.config.downsample_seconds)
+        return self.read_raw(start, end)
+
+    def read_raw(self, start: datetime, end: datetime) -> LongSamples:
+        """Every stored sample in ``[start, end)`` exactly once."""
+        limits = self._limits(self.config.scrape_interval_seconds * 1000)
+        return self._read(to_ms(start), to_ms(end), limits, lambda metric: None)
+
+    def read_downsampled(self, start: datetime, end: datetime, step_seconds: int) -> LongSamples:
+        """One point per series and step bucket ``[b, b + step)``, stamped ``b`` (buckets from
+        ``start``), aggregated on the server by :func:`downsample_function`."""
+        step_ms = step_seconds * 1000
+        if DAY_MS % step_ms or to_ms(start) % step_ms:
+            raise ValueError(f"downsampling step {step_seconds} s must divide a day and {start} must be on a step "
+                             "boundary: a partial bucket at a day's end would be lost or counted twice")
+        left_open = self.left_open_ranges()
+        limits = self._limits(step_ms)
+        return self._read(to_ms(start), to_ms(end), limits,
+                          lambda metric: Downsample(step_ms, downsample_function(self.fields[metric]), left_open))
+
+    def left_open_ranges(self) -> bool:
+        """Whether the server's range selectors are left-open (Prometheus 3); 2.x (closed) when
+        the build info does not say."""
+        if self._left_open is None:
+            try:
+                body = self.client.get("/api/v1/status/buildinfo", {}, query="(build info)", window="-")
+                info = decode_data(body)
+            except (MetricsSourceError, DecodeError):
+                info = None
+            major = str(info.get("version", "")).split(".")[0] if isinstance(info, dict) else ""
+            self._left_open = major.isdigit() and int(major) >= 3
+        return self._left_open
+
+    def _limits(self, interval_ms: int) -> Limits:
+        return Limits(interval_ms, self.config.max_points_per_series, self.config.max_samples_per_query,
+                      self.target_samples_per_request)
+
+    def census(self, metric: str, start_ms: int, end_ms: int) -> Census:
+        """The series of ``metric`` with samples in ``[start_ms, end_ms)``, counted per host."""
+        match = selector(metric, self.config.selector, [])
+        params = {"match[]": match, "start": seconds(start_ms), "end": seconds(end_ms - 1)}
+        window = window_text(start_ms, end_ms)
+        body = self.client.get("/api/v1/series", params, query=match, window=window)
+        try:
+            return Census.from_label_sets(metric, decode_label_sets(body))
+        except DecodeError as exc:
+            raise self.client.undecodable("/api/v1/series", match, window, exc) from exc
+
+    def _read(self, start_ms: int, end_ms: int, limits: Limits,
+              downsample: Callable[[str], Downsample | None]) -> LongSamples:
+        partitions = [(metric, a, b) for a, b in day_partitions(start_ms, end_ms) for metric in self.fields]
+        censuses, chunks, stats = fetch_all(
+            self.client, partitions, probe=self.census, selector=self.config.selector,
+            plan=lambda census, a, b: plan_metric(census, a, b, limits, downsample(census.metric)),
+            max_parallel=self.config.max_parallel_requests, min_span_ms=limits.interval_ms)
+        long = merge(chunks)
+        present = set(long.series.get_column("__name__").unique().to_list())
+        self.last_report = ReadReport(
+            fields_present=tuple(field for metric, field in self.fields.items() if metric in present),
+            censuses=tuple(censuses), fetch=stats, n_series=long.series.height, n_samples=long.samples.height)
+        return long

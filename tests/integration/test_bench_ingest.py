@@ -1,0 +1,43 @@
+"""`cardhours bench ingest`, small: simulate, back-fill a real Prometheus, time three reads.
+
+Checks the command's contract (the JSON last line, samples read), not its timings.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+GPUS, HOURS, STEP = 16, 2, 15
+FIELDS_PER_SAMPLE_ROW = 10  # every simulated whole-GPU row carries all ten DCGM fields
+
+
+def test_bench_ingest_small(tmp_path: Path) -> None:
+    workdir = tmp_path / "bench"
+    done = subprocess.run(
+        [sys.executable, "-m", "cardhours.cli", "bench", "ingest", "--gpus", str(GPUS), "--hours", str(HOURS),
+         "--step", str(STEP), "--workdir", str(workdir), "--rounds", "1"],
+        capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    result = json.loads(last)
+    assert set(result) == {"ours_s", "raw_fetch_s", "client_df_s", "samples"}
+    assert all(result[key] > 0 for key in ("ours_s", "raw_fetch_s", "client_df_s"))
+    # The bench fails by itself unless every back-filled sample came back; check the size too.
+    assert result["samples"] == json.loads((workdir / "bench.json").read_text())["samples"]
+    assert 0 < result["samples"] <= GPUS * HOURS * 3600 // STEP * FIELDS_PER_SAMPLE_ROW
+    assert str(workdir) in done.stderr + done.stdout  # where the work directory is
+    assert "ours" in done.stdout and "client" in done.stdout and "raw" in done.stdout  # the table
+
+
+def test_bench_ingest_refuses_bad_options() -> None:
+    done = subprocess.run([sys.executable, "-m", "cardhours.cli", "bench", "ingest", "--gpus", "4"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "--gpus" in done.stderr
