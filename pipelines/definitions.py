@@ -9,7 +9,12 @@ from __future__ import annotations
 from dagster import Definitions, EnvVar
 
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
-from pipelines.assets.marts import fct_job_usage_asset, mart_cluster_monthly_asset, mart_department_monthly_asset
+from pipelines.assets.marts import (
+    fct_gpu_hourly_asset,
+    fct_job_usage_asset,
+    mart_cluster_monthly_asset,
+    mart_department_monthly_asset,
+)
 from pipelines.assets.reports import review_html
 from pipelines.assets.staging import (
     stg_dcgm__field_presence_asset,
@@ -28,6 +33,7 @@ ASSETS = [
     stg_dcgm__field_presence_asset,
     stg_slurm__jobs_asset,
     fct_job_usage_asset,
+    fct_gpu_hourly_asset,
     mart_department_monthly_asset,
     mart_cluster_monthly_asset,
     review_html,

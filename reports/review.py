@@ -279,6 +279,13 @@ REVIEW_BLOCKS: tuple[Block, ...] = (
 )
 
 
+def _job_departments(departments: pl.DataFrame) -> pl.DataFrame:
+    """Department rows only: the mart's unallocated-capacity row is infra idle, in the headline."""
+    if "is_unallocated" not in departments.columns:
+        return departments
+    return departments.filter(~pl.col("is_unallocated").fill_null(False))
+
+
 def render_review(
     month: date,
     generated_from: str,
@@ -293,7 +300,7 @@ def render_review(
         month=month,
         generated_from=generated_from,
         clusters=conform(clusters, CLUSTER_SCHEMA, "clusters"),
-        departments=conform(departments, DEPARTMENT_SCHEMA, "departments"),
+        departments=conform(_job_departments(departments), DEPARTMENT_SCHEMA, "departments"),
         jobs=conform(jobs, JOB_SCHEMA, "jobs"),
     )
     sections = [s for s in (block(inputs) for block in blocks) if s is not None]

@@ -1,17 +1,17 @@
 """marts.fct_job_usage: one row per job run in a period, with its GPU hours and how busy they were.
 
-GPU hours are clipped to [period_start, period_end): a run crossing the boundary counts
-only its inside part in each period; a run with no end counts up to period_end.
+GPU hours are clipped to [period_start, period_end) to the second: a run crossing the
+boundary counts only its inside part in each period; a run with no end counts up to
+period_end.
 
-Attribution (this version): hourly DCGM rows whose ``hpc_job`` label equals the run's
-``job_id_raw`` on the same cluster, with ``hour`` in [floor_hour(max(start, period_start)),
-min(end or period_end, period_end)). Known limit: two requeued runs of one job that
-share an hour both receive that hour's samples. ``attribution_method`` records
-"hpc_job_label" when samples matched, "none" otherwise.
+Samples come from ``int_gpu_minutes_attributed`` (per minute: by the ``hpc_job`` label, else
+by host and time, exclusive or shared by GPU count), summed per run (cluster, job_id_raw,
+start_time). ``attribution_method`` is the run's best method among its samples
+(hpc_job_label > host_exclusive > host_shared), ``none`` without samples.
 
 Utilization is the sample-weighted mean of the best activity signal present among the
 run's samples (sm_active, else gr_engine_active, else gpu_util); it is null without
-samples, and so are active/idle GPU hours.
+samples, and so are active/idle GPU hours. Energy is mean power x sampled time.
 """
 
 from __future__ import annotations
@@ -20,17 +20,22 @@ from datetime import datetime
 
 import polars as pl
 
+from transforms.int_gpu_minutes_attributed import ATTRIBUTED_METHODS
 from transforms.stg_dcgm__gpu_hourly import BEST_SIGNAL_ORDER
 from transforms.stg_slurm__jobs import in_window
 
 UNMAPPED = "unmapped"
-MJ_PER_KWH = 3.6e9
+J_PER_KWH = 3.6e6
 
 SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
     "scheduler": pl.String(),
     "job_id": pl.String(),
     "job_id_raw": pl.String(),
+    "array_job_id": pl.String(),
+    "array_task_id": pl.String(),
+    "het_job_id": pl.String(),
+    "het_offset": pl.Int32(),
     "job_name": pl.String(),
     "user_name": pl.String(),
     "account": pl.String(),
@@ -71,6 +76,7 @@ SCHEMA: dict[str, pl.DataType] = {
 }
 
 _MEAN_SIGNALS = ("gpu_util", "gr_engine_active", "sm_active", "tensor_active")
+RUN = ["cluster", "job_id_raw", "start_time"]
 _SUMMED = [f"{signal}_{stat}" for signal in _MEAN_SIGNALS for stat in ("sum", "n")]
 
 
@@ -89,26 +95,22 @@ def _with_clipped_run(jobs: pl.DataFrame, period_start: datetime, period_end: da
     )
 
 
-def _label_usage(runs: pl.DataFrame, hourly: pl.DataFrame) -> pl.DataFrame:
-    """Per ``_run``: the hourly rows attributed by the hpc_job label, summed."""
-    matched = runs.filter(pl.col("_clip_start").is_not_null()).select(
-        "_run", "cluster", "job_id_raw", "_clip_start", "_clip_end"
-    ).join(hourly, left_on=["cluster", "job_id_raw"], right_on=["cluster", "hpc_job"])
-    in_run = (pl.col("hour") >= pl.col("_clip_start").dt.truncate("1h")) & (
-        pl.col("hour") < pl.col("_clip_end")
-    )
-    energy = pl.col("energy_delta_mj")
+def _run_usage(attributed: pl.DataFrame) -> pl.DataFrame:
+    """Per run (cluster, job_id_raw, start_time): the attributed sums and the best method."""
+    rank = {method: i for i, method in enumerate(ATTRIBUTED_METHODS)}
     return (
-        matched.filter(in_run)
-        .group_by("_run")
+        attributed.filter(pl.col("attribution_method").is_in(ATTRIBUTED_METHODS))
+        .with_columns(_method_rank=pl.col("attribution_method").replace_strict(rank, return_dtype=pl.Int32))
+        .group_by(RUN)
         .agg(
-            pl.col("n_samples").sum(),
+            pl.col("samples").sum().alias("_samples"),
             pl.col("zero_samples").sum(),
             *(pl.col(c).sum() for c in _SUMMED),
             pl.col("fb_used_mib_max").max().alias("peak_fb_used_mib"),
             pl.col("fb_used_mib_sum").sum(),
             pl.col("fb_used_mib_n").sum(),
-            pl.when(energy.count() > 0).then(energy.sum()).alias("_energy_mj"),
+            pl.col("energy_j").sum().alias("_energy_j"),
+            pl.col("attribution_method").sort_by("_method_rank").first(),
         )
     )
 
@@ -133,16 +135,16 @@ def _with_usage_measures(frame: pl.DataFrame, step_seconds: int) -> pl.DataFrame
     expected = pl.col("gpu_slots") * pl.col("elapsed_seconds") / step_seconds
     frame = frame.with_columns(*_utilization()).with_columns(
         active_gpu_hours=hours * pl.col("utilization"),
-        zero_util_gpu_hours=pl.when(n > 0).then(hours * pl.col("zero_samples") / n),
+        zero_util_gpu_hours=pl.when(pl.col("_samples") > 0).then(hours * pl.col("zero_samples") / pl.col("_samples")),
         mean_gpu_util=_mean("gpu_util"),
         mean_gr_engine_active=_mean("gr_engine_active"),
         mean_sm_active=_mean("sm_active"),
         mean_tensor_active=_mean("tensor_active"),
         mean_fb_used_mib=_mean("fb_used_mib"),
-        energy_kwh=pl.col("_energy_mj") / MJ_PER_KWH,
+        energy_kwh=pl.col("_energy_j") / J_PER_KWH,
         expected_samples=expected,
         sample_coverage=pl.when(expected > 0).then(pl.min_horizontal(n / expected, pl.lit(1.0))),
-        attribution_method=pl.when(n > 0).then(pl.lit("hpc_job_label")).otherwise(pl.lit("none")),
+        attribution_method=pl.when(n > 0).then(pl.col("attribution_method")).otherwise(pl.lit("none")),
     )
     return frame.with_columns(idle_gpu_hours=hours - pl.col("active_gpu_hours"))
 
@@ -172,25 +174,30 @@ def _with_gpu_model(frame: pl.DataFrame, gpu_models: pl.DataFrame) -> pl.DataFra
 
 def fct_job_usage(
     jobs: pl.DataFrame,
-    hourly: pl.DataFrame,
+    attributed: pl.DataFrame,
     accounts: pl.DataFrame,
     gpu_models: pl.DataFrame,
     period_start: datetime,
     period_end: datetime,
     step_seconds: int,
 ) -> pl.DataFrame:
-    """fct_job_usage rows (SCHEMA) for stg_slurm__jobs runs in [period_start, period_end)."""
+    """fct_job_usage rows (SCHEMA) for stg_slurm__jobs runs in [period_start, period_end).
+
+    ``attributed``: int_gpu_minutes_attributed rows (its SCHEMA) of the same period.
+    """
     runs = _with_clipped_run(
         jobs.filter(in_window(period_start, period_end)).with_row_index("_run"), period_start, period_end
     )
-    usage = _label_usage(runs, hourly)
-    frame = runs.join(usage, on="_run", how="left", maintain_order="left").with_columns(
-        pl.col("n_samples", "zero_samples", *_SUMMED, "fb_used_mib_n").fill_null(0),
+    in_period = (pl.col("hour") >= period_start) & (pl.col("hour") < period_end)
+    usage = _run_usage(attributed.filter(in_period))
+    frame = runs.join(usage, on=RUN, how="left", maintain_order="left").with_columns(
+        pl.col("_samples", "zero_samples", *_SUMMED, "fb_used_mib_n").fill_null(0.0),
+        n_samples=pl.col("_samples").fill_null(0.0).round().cast(pl.Int64),
         gpu_hours=pl.col("gpus") * pl.col("elapsed_seconds") / 3600.0,
         queue_seconds=(pl.col("start_time") - pl.col("eligible_time")).dt.total_seconds(),
         submit_wait_seconds=(pl.col("start_time") - pl.col("submit_time")).dt.total_seconds(),
         month=pl.lit(period_start.date()),
     )
-    frame = _with_usage_measures(frame, step_seconds)
+    frame = _with_usage_measures(frame.with_columns(pl.col("elapsed_seconds").cast(pl.Int64)), step_seconds)
     frame = _with_gpu_model(_with_org(frame, accounts), gpu_models)
     return frame.with_columns(hosts=pl.col("hosts").list.join(",")).select(list(SCHEMA)).cast(SCHEMA)

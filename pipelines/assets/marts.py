@@ -2,11 +2,22 @@
 
 
 import polars as pl
-from dagster import AssetDep, AssetExecutionContext, MaterializeResult, asset
+from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from pipelines.checks.marts import (
+    CAPACITY_BALANCE,
+    MATCHES_JOB_USAGE,
+    WITHIN_CAPACITY,
+    allocation_within_capacity_check,
+    capacity_balance_check,
+    matches_job_usage_check,
+)
 from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
+from transforms.fct_gpu_hourly import fct_gpu_hourly
 from transforms.fct_job_usage import fct_job_usage
+from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.int_gpu_minutes_attributed import int_gpu_minutes_attributed_sql
 from transforms.mart_cluster_monthly import capacity_gpu_hours, mart_cluster_monthly
 from transforms.mart_department_monthly import mart_department_monthly
 from warehouse import read_frame, replace_partition
@@ -14,6 +25,21 @@ from warehouse import read_frame, replace_partition
 JOB_USAGE_KEY = ["marts", "fct_job_usage"]
 DEPARTMENT_KEY = ["marts", "mart_department_monthly"]
 CLUSTER_KEY = ["marts", "mart_cluster_monthly"]
+GPU_HOURLY_KEY = ["marts", "fct_gpu_hourly"]
+SAMPLE_DEPS = [AssetDep(["staging", "stg_slurm__jobs"]), AssetDep(["staging", "stg_dcgm__gpu_minutely"])]
+JOBS_SQL = "SELECT * EXCLUDE (month) FROM staging.stg_slurm__jobs WHERE month = ? AND cluster = ?"
+
+
+def _attributed(conn, cardhours: CardhoursResource, cluster, start, end) -> pl.DataFrame:
+    """int_gpu_minutes_attributed rows of one cluster and month, computed in DuckDB."""
+    inventory = cardhours.config.inventory_frame().filter(pl.col("cluster") == cluster.name)
+    hosts = inventory.group_by("hostname").agg(pl.col("gpu_fraction").sum()).sort("hostname")
+    text, params = int_gpu_minutes_attributed_sql(
+        cluster.name, start, start, end, cluster.sample_step_seconds,
+        hosts.get_column("hostname").to_list(), hosts.get_column("gpu_fraction").to_list(),
+        cardhours.config.flags.zero_util_threshold,
+    )
+    return read_frame(conn, text, params).cast(ATTRIBUTED_SCHEMA)
 
 
 @asset(
@@ -21,8 +47,8 @@ CLUSTER_KEY = ["marts", "mart_cluster_monthly"]
     partitions_def=monthly_partitions,
     group_name="marts",
     kinds={"duckdb", "polars"},
-    deps=[AssetDep(["staging", "stg_slurm__jobs"]), AssetDep(["staging", "stg_dcgm__gpu_hourly"])],
-    description="One row per job run: GPU-hours inside the month, utilization, idle, energy, queue time.",
+    deps=SAMPLE_DEPS,
+    description="One row per job run: GPU-hours inside the month, utilization, idle, energy, queue time, attribution.",
 )
 def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, end = naive_window(context.partition_time_window)
@@ -31,16 +57,11 @@ def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursReso
     frames = []
     with cardhours.warehouse() as conn:
         for cluster in config.clusters:
-            jobs = read_frame(conn, "SELECT * EXCLUDE (month) FROM staging.stg_slurm__jobs WHERE month = ? AND cluster = ?", [start.date(), cluster.name])
-            hourly = read_frame(
-                conn,
-                "SELECT * EXCLUDE (day) FROM staging.stg_dcgm__gpu_hourly WHERE cluster = ? AND day >= ? AND day < ?",
-                [cluster.name, start.date(), end.date()],
-            )
+            jobs = read_frame(conn, JOBS_SQL, [start.date(), cluster.name])
             frames.append(
                 fct_job_usage(
                     jobs=jobs,
-                    hourly=hourly,
+                    attributed=_attributed(conn, cardhours, cluster, start, end),
                     accounts=config.accounts_frame(),
                     gpu_models=inventory.select("cluster", "hostname", "gpu_model").unique(),
                     period_start=start,
@@ -51,8 +72,53 @@ def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursReso
         usage = pl.concat(frames)
         rows = replace_partition(conn, "marts.fct_job_usage", usage, {"month": start.date()})
     no_samples = usage.filter(pl.col("start_time").is_not_null() & (pl.col("n_samples").fill_null(0) == 0)).height
+    methods = usage.get_column("attribution_method").value_counts().rows()
     return MaterializeResult(
-        metadata={"rows": rows, "gpu_hours": float(usage["gpu_hours"].sum() or 0), "jobs_without_samples": no_samples, "month": str(start.date())}
+        metadata={
+            "rows": rows,
+            "gpu_hours": float(usage["gpu_hours"].sum() or 0),
+            "jobs_without_samples": no_samples,
+            "attribution_methods": MetadataValue.json({str(k): int(v) for k, v in methods}),
+            "month": str(start.date()),
+        }
+    )
+
+
+@asset(
+    key=GPU_HOURLY_KEY,
+    partitions_def=monthly_partitions,
+    group_name="marts",
+    kinds={"duckdb", "polars"},
+    deps=SAMPLE_DEPS,
+    description="Per GPU or MIG instance and hour: capacity, allocated and active seconds, samples, unattributed samples, coverage.",
+    check_specs=[AssetCheckSpec(WITHIN_CAPACITY, asset=GPU_HOURLY_KEY, blocking=True)],
+)
+def fct_gpu_hourly_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
+    start, end = naive_window(context.partition_time_window)
+    inventory = cardhours.config.inventory_frame()
+    frames = []
+    with cardhours.warehouse() as conn:
+        for cluster in cardhours.config.clusters:
+            jobs = read_frame(conn, JOBS_SQL, [start.date(), cluster.name])
+            attributed = _attributed(conn, cardhours, cluster, start, end)
+            cluster_inventory = inventory.filter(pl.col("cluster") == cluster.name)
+            frames.append(fct_gpu_hourly(cluster_inventory, jobs, attributed, start, end, cluster.sample_step_seconds))
+            unknown = jobs.select(pl.col("hosts").explode()).drop_nulls().filter(
+                ~pl.col("hosts").is_in(cluster_inventory.get_column("hostname").implode())
+            )
+            if unknown.height:
+                context.log.warning(f"{cluster.name}: hosts of runs not in the inventory: {unknown.unique().head(10).to_series().to_list()}")
+        hourly = pl.concat(frames)
+        rows = replace_partition(conn, "marts.fct_gpu_hourly", hourly, {"month": start.date()})
+    return MaterializeResult(
+        metadata={
+            "rows": rows,
+            "month": str(start.date()),
+            "allocated_gpu_hours": float(hourly.get_column("allocated_seconds").sum() / 3600),
+            "unattributed_samples": int(hourly.get_column("unattributed_samples").sum()),
+            "host_spread_hours": int(hourly.filter(pl.col("allocation_basis") == "host_spread").height),
+        },
+        check_results=[allocation_within_capacity_check(hourly, GPU_HOURLY_KEY)],
     )
 
 
@@ -62,7 +128,12 @@ def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursReso
     group_name="marts",
     kinds={"duckdb", "polars"},
     deps=[AssetDep(JOB_USAGE_KEY)],
-    description="Per cluster, division and department: card-hours, utilization, idle waste, queue time.",
+    check_specs=[
+        AssetCheckSpec(CAPACITY_BALANCE, asset=DEPARTMENT_KEY, blocking=True),
+        AssetCheckSpec(MATCHES_JOB_USAGE, asset=DEPARTMENT_KEY, blocking=True),
+    ],
+    description="Per cluster, division and department: card-hours, utilization, idle waste, queue time, "
+    "preemption; plus each cluster's unallocated capacity.",
 )
 def mart_department_monthly_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, end = naive_window(context.partition_time_window)
@@ -71,7 +142,11 @@ def mart_department_monthly_asset(context: AssetExecutionContext, cardhours: Car
         usage = read_frame(conn, "SELECT * FROM marts.fct_job_usage WHERE month = ?", [start.date()])
         departments = mart_department_monthly(usage, period_start=start, capacity_gpu_hours=capacity)
         rows = replace_partition(conn, "marts.mart_department_monthly", departments, {"month": start.date()})
-    return MaterializeResult(metadata={"rows": rows, "month": str(start.date())})
+    checks = [
+        capacity_balance_check(departments, capacity, start.date(), DEPARTMENT_KEY),
+        matches_job_usage_check(departments, usage, start.date(), DEPARTMENT_KEY),
+    ]
+    return MaterializeResult(metadata={"rows": rows, "month": str(start.date())}, check_results=checks)
 
 
 @asset(

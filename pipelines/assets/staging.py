@@ -3,9 +3,11 @@ partitions), and Slurm job runs (monthly partitions)."""
 
 
 import polars as pl
-from dagster import AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from cardhours.schemas import QUARANTINE_SCHEMA, SAMPLE_VALUE_COLUMNS
+from pipelines.checks.gx_adapter import run_suite_on_frame
+from pipelines.checks.suites import node_gpu_capacity, staged_jobs_frame, staged_jobs_suite
 from pipelines.partitions import daily_partitions, monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
 from transforms.stg_dcgm__field_presence import INSTANCE_KEY, presence_summary, stg_dcgm__field_presence
@@ -18,6 +20,7 @@ HOURLY_KEY = ["staging", "stg_dcgm__gpu_hourly"]
 MINUTELY_KEY = ["staging", "stg_dcgm__gpu_minutely"]
 PRESENCE_KEY = ["staging", "stg_dcgm__field_presence"]
 JOBS_KEY = ["staging", "stg_slurm__jobs"]
+JOBS_CHECK = "gx_stg_slurm__jobs"
 SAMPLES_DEP = AssetDep(["raw", "dcgm_samples"])
 PRESENCE_COLUMNS = ", ".join([*INSTANCE_KEY, *SAMPLE_VALUE_COLUMNS])
 
@@ -117,6 +120,7 @@ def stg_dcgm__field_presence_asset(context: AssetExecutionContext, cardhours: Ca
     group_name="staging",
     kinds={"duckdb", "polars"},
     deps=[AssetDep(["raw", "slurm_sacct"])],
+    check_specs=[AssetCheckSpec(JOBS_CHECK, asset=JOBS_KEY, blocking=True)],
     description="One row per Slurm job run overlapping the month (allocation rows; steps counted, never summed).",
 )
 def stg_slurm__jobs_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
@@ -136,4 +140,8 @@ def stg_slurm__jobs_asset(context: AssetExecutionContext, cardhours: CardhoursRe
         )
     if quarantined:
         context.log.warning(f"{quarantined} sacct rows could not be parsed; see raw.quarantine")
-    return MaterializeResult(metadata={"rows": rows, "quarantined_rows": quarantined, "month": str(month)})
+    checked = staged_jobs_frame(jobs, node_gpu_capacity(cardhours.config.inventory_frame()))
+    check = run_suite_on_frame(staged_jobs_suite(), checked, JOBS_KEY, JOBS_CHECK)
+    return MaterializeResult(
+        metadata={"rows": rows, "quarantined_rows": quarantined, "month": str(month)}, check_results=[check]
+    )

@@ -96,3 +96,65 @@ def raw_slurm_sacct_suite() -> gx.ExpectationSuite:
     return suite_from_schema(
         "raw.slurm_sacct", RAW_SACCT_SCHEMA, non_null=SACCT_KEY_COLUMNS, extra=[job_id]
     )
+
+
+# sacct's job state codes (man sacct, JOB STATE CODES), as stg_slurm__jobs.state holds them.
+SLURM_STATES: tuple[str, ...] = (
+    "BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETING", "CONFIGURING", "DEADLINE", "FAILED",
+    "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "PREEMPTED", "REQUEUED", "REQUEUE_FED",
+    "REQUEUE_HOLD", "RESIZING", "RESV_DEL_HOLD", "REVOKED", "RUNNING", "SIGNALING",
+    "SPECIAL_EXIT", "STAGE_OUT", "STOPPED", "SUSPENDED", "TIMEOUT",
+)  # fmt: skip
+STAGED_RUN_KEY: tuple[str, ...] = ("cluster", "job_id_raw", "submit_time", "start_time")
+# The columns of stg_slurm__jobs the suite reads, plus ``gpu_capacity`` (see staged_jobs_frame).
+STAGED_JOBS_CHECK_SCHEMA: dict[str, pl.DataType] = {
+    "cluster": pl.String(),
+    "job_id_raw": pl.String(),
+    "submit_time": pl.Datetime("us"),
+    "start_time": pl.Datetime("us"),
+    "end_time": pl.Datetime("us"),
+    "state": pl.String(),
+    "gpus": pl.Float64(),
+    "n_nodes": pl.Int32(),
+    "gpu_capacity": pl.Float64(),
+}
+GPU_CAPACITY_SLACK = 1e-9  # MIG fractions summed in floating point
+
+
+def node_gpu_capacity(inventory: pl.DataFrame) -> pl.DataFrame:
+    """Per cluster: ``max_node_gpus``, the most GPUs (MIG instances as fractions) one node has."""
+    per_node = inventory.group_by("cluster", "hostname").agg(pl.col("gpu_fraction").sum().alias("gpus"))
+    return per_node.group_by("cluster").agg(pl.col("gpus").max().alias("max_node_gpus"))
+
+
+def staged_jobs_frame(jobs: pl.DataFrame, max_node_gpus: pl.DataFrame) -> pl.DataFrame:
+    """What staged_jobs_suite validates: the checked columns of ``jobs`` and ``gpu_capacity`` =
+    n_nodes x the cluster's max_node_gpus (null when either is unknown: not checked)."""
+    capacity = pl.col("n_nodes") * pl.col("max_node_gpus") + GPU_CAPACITY_SLACK
+    return (
+        jobs.join(max_node_gpus.select("cluster", "max_node_gpus"), on="cluster", how="left")
+        .with_columns(capacity.alias("gpu_capacity"))
+        .select(list(STAGED_JOBS_CHECK_SCHEMA))
+        .cast(STAGED_JOBS_CHECK_SCHEMA)
+    )
+
+
+def staged_jobs_suite() -> gx.ExpectationSuite:
+    """``staging.stg_slurm__jobs`` (as staged_jobs_frame): one row per run key, known states,
+    start <= end where both are known, GPUs within the nodes' capacity."""
+    extra = [
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=list(STAGED_RUN_KEY), ignore_row_if="never", mostly=1.0),
+        gxe.ExpectColumnValuesToBeInSet(column="state", value_set=list(SLURM_STATES), mostly=1.0),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="end_time", column_B="start_time", or_equal=True, ignore_row_if="either_value_is_missing"
+        ),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="gpu_capacity", column_B="gpus", or_equal=True, ignore_row_if="either_value_is_missing"
+        ),
+    ]
+    return suite_from_schema(
+        "staging.stg_slurm__jobs",
+        STAGED_JOBS_CHECK_SCHEMA,
+        non_null=("cluster", "job_id_raw", "state", "gpus"),
+        extra=extra,
+    )

@@ -23,6 +23,7 @@ EXPECTED_KEYS = {
     ("staging", "stg_dcgm__field_presence"),
     ("staging", "stg_slurm__jobs"),
     ("marts", "fct_job_usage"),
+    ("marts", "fct_gpu_hourly"),
     ("marts", "mart_department_monthly"),
     ("marts", "mart_cluster_monthly"),
     ("reports", "review_html"),

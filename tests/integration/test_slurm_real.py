@@ -19,7 +19,7 @@ from cardhours.sources.sacct import parse_sacct_text, run_sacct
 from tests.slurm_harness import CRED_EXPIRE, SlurmCluster
 from tests.slurm_harness.jobs import FILL, FILL_SECONDS, MIX, QUEUED, RUN_SECONDS, JobMix, run_mix
 from transforms.fct_job_usage import fct_job_usage
-from transforms.stg_dcgm__gpu_hourly import SCHEMA as HOURLY_SCHEMA
+from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
 from transforms.stg_slurm__jobs import stg_slurm__jobs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -68,8 +68,8 @@ def real() -> Iterator[Ingested]:
         mix = run_mix(cluster, while_busy=while_busy)
         assert mix.ended
         raw, jobs, rejects = ingest(cluster, mix.began, mix.ended)
-        hourly = pl.DataFrame(schema=HOURLY_SCHEMA)
-        usage = fct_job_usage(jobs, hourly, ACCOUNTS, GPU_MODELS, mix.began, mix.ended, step_seconds=15)
+        no_samples = pl.DataFrame(schema=ATTRIBUTED_SCHEMA)  # a real Slurm without GPUs: no DCGM samples
+        usage = fct_job_usage(jobs, no_samples, ACCOUNTS, GPU_MODELS, mix.began, mix.ended, step_seconds=15)
         yield Ingested(cluster, mix, raw, jobs, usage, rejects + busy[0][2], busy[0][1])
 
 

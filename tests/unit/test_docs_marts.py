@@ -5,11 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from transforms import fct_job_usage, mart_cluster_monthly, mart_department_monthly
+from transforms import fct_gpu_hourly, fct_job_usage, mart_cluster_monthly, mart_department_monthly
 
 DOC = Path(__file__).parents[2] / "docs" / "marts.md"
 MARTS = {
     "marts.fct_job_usage": fct_job_usage.SCHEMA,
+    "marts.fct_gpu_hourly": fct_gpu_hourly.SCHEMA,
     "marts.mart_department_monthly": mart_department_monthly.SCHEMA,
     "marts.mart_cluster_monthly": mart_cluster_monthly.SCHEMA,
 }

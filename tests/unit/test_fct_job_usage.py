@@ -1,4 +1,4 @@
-"""fct_job_usage: job runs x hourly DCGM rollups -> GPU-hours, utilization, idle, energy per run."""
+"""fct_job_usage: job runs x attributed DCGM minutes -> GPU-hours, utilization, idle, energy per run."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from tests.fixtures import h200
 from transforms import fct_job_usage as fct_module
 from transforms import mart_department_monthly, stg_dcgm__gpu_hourly, stg_slurm__jobs
 from transforms.fct_job_usage import SCHEMA, fct_job_usage
-from transforms.stg_dcgm__gpu_hourly import SCHEMA as HOURLY_SCHEMA
+from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.int_gpu_minutes_attributed import int_gpu_minutes_attributed_sql
+from transforms.stg_dcgm__gpu_minutely import stg_dcgm__gpu_minutely
 from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
-from warehouse import connect
+from warehouse import connect, replace_partition
 
 
 MARCH = (datetime(2024, 3, 1), datetime(2024, 4, 1))
@@ -52,25 +54,26 @@ def job(job_id_raw: str, start: datetime | None, end: datetime | None, **fields)
     return row | fields
 
 
-def hour(hpc_job: str, at: datetime, n: int = 60, **fields) -> dict:
-    """A stg_dcgm__gpu_hourly row with ``n`` samples of n1 GPU 0; signal sums/counts via fields."""
-    row = {c: (0 if c.endswith(("_n", "_sum")) else None) for c in HOURLY_SCHEMA} | {
-        "cluster": "c1", "hostname": "n1", "gpu": 0, "uuid": "GPU-0", "model_name": "NVIDIA H100",
-        "hpc_job": hpc_job, "hour": at, "n_samples": n, "expected_samples": 60, "first_ts": at,
-        "last_ts": at + timedelta(minutes=59), "zero_samples": 0,
+def hour(hpc_job: str | None, at: datetime, start_time: datetime | None = None, n: int = 60,
+         method: str = "hpc_job_label", **fields) -> dict:
+    """An int_gpu_minutes_attributed row: ``n`` samples of n1 GPU 0 in the hour at ``at`` tied to
+    the run of ``hpc_job`` that started at ``start_time`` (default: the hour); sums via fields."""
+    row = {c: (0.0 if c.endswith(("_n", "_sum")) else None) for c in ATTRIBUTED_SCHEMA} | {
+        "cluster": "c1", "hostname": "n1", "gpu": 0, "hour": at, "job_id_raw": hpc_job,
+        "start_time": start_time if start_time is not None or hpc_job is None else at, "attribution_method": method, "samples": float(n), "zero_samples": 0.0,
     }
     return row | fields
 
 
 def sm(value: float, n: int = 60) -> dict:
-    """Hourly fields for ``n`` samples whose sm_active is ``value``."""
-    return {"sm_active_sum": value * n, "sm_active_n": n, "sm_active_max": value}
+    """Attributed fields for ``n`` samples whose sm_active (the best signal) is ``value``."""
+    return {"sm_active_sum": value * n, "sm_active_n": float(n), "best_sum": value * n, "best_n": float(n)}
 
 
 def fct(jobs: list[dict], hours: list[dict], period=MARCH, step_seconds: int = 60) -> pl.DataFrame:
     return fct_job_usage(
         jobs=pl.DataFrame(jobs, schema=JOBS_SCHEMA),
-        hourly=pl.DataFrame(hours, schema=HOURLY_SCHEMA),
+        attributed=pl.DataFrame(hours, schema=ATTRIBUTED_SCHEMA),
         accounts=ACCOUNTS,
         gpu_models=GPU_MODELS,
         period_start=period[0],
@@ -91,19 +94,36 @@ README = {
 }
 
 
+def h200_runs() -> pl.DataFrame:
+    """One stg_slurm__jobs run per non-idle job of the trace, on the trace's host."""
+    runs = h200.jobs().filter(pl.col("kind") != "idle")
+    return pl.DataFrame(
+        [job(r["job_id"], r["start"], r["end"], cluster=h200.CLUSTER, hosts=[h200.HOSTNAME], gpu_type=None)
+         for r in runs.iter_rows(named=True)],
+        schema=JOBS_SCHEMA,
+    )
+
+
 @pytest.fixture(scope="module")
 def h200_usage() -> pl.DataFrame:
-    runs = h200.jobs().filter(pl.col("kind") != "idle")
-    jobs = [
-        job(r["job_id"], r["start"], r["end"], cluster=h200.CLUSTER, hosts=[h200.HOSTNAME], gpu_type=None)
-        for r in runs.iter_rows(named=True)
-    ]
-    hourly = stg_dcgm__gpu_hourly.stg_dcgm__gpu_hourly(h200.raw_samples().lazy(), h200.STEP_SECONDS).collect()
-    usage = fct_job_usage(
-        jobs=pl.DataFrame(jobs, schema=JOBS_SCHEMA), hourly=hourly, accounts=ACCOUNTS, gpu_models=GPU_MODELS,
-        period_start=datetime(2026, 11, 1), period_end=datetime(2026, 12, 1), step_seconds=h200.STEP_SECONDS,
+    """The trace through the real path: minute rollup -> attribution SQL in DuckDB -> fct_job_usage."""
+    period = (datetime(2026, 11, 1), datetime(2026, 12, 1))
+    jobs = h200_runs()
+    minutely = stg_dcgm__gpu_minutely(h200.raw_samples().lazy(), h200.STEP_SECONDS).collect()
+    minutely = minutely.with_columns(day=pl.col("minute").dt.date())
+    with connect(":memory:") as conn:
+        replace_partition(conn, "staging.stg_slurm__jobs", jobs.with_columns(month=pl.lit(period[0].date())),
+                          {"month": period[0].date()})
+        for day in minutely.get_column("day").unique().to_list():
+            replace_partition(conn, "staging.stg_dcgm__gpu_minutely", minutely.filter(pl.col("day") == day), {"day": day})
+        text, params = int_gpu_minutes_attributed_sql(
+            h200.CLUSTER, period[0], period[0], period[1], h200.STEP_SECONDS, [h200.HOSTNAME], [1.0], 0.01
+        )
+        attributed = conn.sql(text, params=params).pl().cast(ATTRIBUTED_SCHEMA)
+    return fct_job_usage(
+        jobs=jobs, attributed=attributed, accounts=ACCOUNTS, gpu_models=GPU_MODELS,
+        period_start=period[0], period_end=period[1], step_seconds=h200.STEP_SECONDS,
     )
-    return usage
 
 
 def csv_means(job_id: str) -> dict[str, float]:
@@ -151,8 +171,17 @@ def test_h200_samples_memory_and_energy_match_the_csv(h200_usage: pl.DataFrame) 
         got = h200_usage.filter(pl.col("job_id_raw") == job_id).row(0, named=True)
         assert got["n_samples"] == rows.height
         assert got["peak_fb_used_mib"] == rows.get_column("fb_used_bytes").max() / 2**20
-        energy_mj = rows.get_column("energy_mj")[-1] - rows.get_column("_prev")[0]
-        assert got["energy_kwh"] == pytest.approx(energy_mj / 3.6e9)
+        # mean power x sampled time (1 s samples) ...
+        power_w = h200.raw_samples().filter(pl.col("hpc_job") == job_id).get_column("power_w")
+        assert got["energy_kwh"] == pytest.approx(power_w.sum() * h200.STEP_SECONDS / 3.6e6, rel=1e-9)
+        # ... agrees with the card's own energy counter within 2 %
+        counter_mj = rows.get_column("energy_mj")[-1] - rows.get_column("_prev")[0]
+        assert got["energy_kwh"] == pytest.approx(counter_mj / 3.6e9, rel=0.02)
+
+
+def test_h200_the_trace_has_one_row_per_job_and_no_unattributed_job(h200_usage: pl.DataFrame) -> None:
+    assert sorted(h200_usage.get_column("job_id_raw").to_list()) == sorted(h200_runs().get_column("job_id_raw").to_list())
+    assert set(h200_usage.get_column("attribution_method").to_list()) == {"hpc_job_label"}
 
 
 # --- clipping, attribution, derived measures ----------------------------------------
@@ -162,7 +191,7 @@ def test_run_crossing_the_month_boundary_is_prorated() -> None:
     start, end = datetime(2024, 3, 31, 23), datetime(2024, 4, 1, 2)
     jobs = [job("9", start, end, gpus=2.0, gpu_slots=2)]
     hours = [hour("9", start, gpu=g, **sm(0.5)) for g in (0, 1)]
-    hours += [hour("9", datetime(2024, 4, 1, h), gpu=g, **sm(0.1)) for h in (0, 1) for g in (0, 1)]
+    hours += [hour("9", datetime(2024, 4, 1, h), start, gpu=g, **sm(0.1)) for h in (0, 1) for g in (0, 1)]
     march, april = fct(jobs, hours, MARCH), fct(jobs, hours, APRIL)
     assert march.select("elapsed_seconds", "gpu_hours", "n_samples", "expected_samples", "month").row(0) == (
         3600, 2.0, 120, 120.0, date(2024, 3, 1)
@@ -180,25 +209,57 @@ def test_open_run_counts_up_to_period_end() -> None:
 def test_requeued_runs_get_their_own_hours() -> None:
     first = job("500", datetime(2024, 3, 10, 10), datetime(2024, 3, 10, 10, 30), state="REQUEUED")
     second = job("500", datetime(2024, 3, 10, 12), datetime(2024, 3, 10, 13))
-    hours = [hour("500", datetime(2024, 3, 10, 10), n=30, **sm(0.2, 30)), hour("500", datetime(2024, 3, 10, 12), **sm(0.8))]
+    hours = [hour("500", datetime(2024, 3, 10, 10), n=30, **sm(0.2, 30)), hour("500", datetime(2024, 3, 10, 12), **sm(0.8)),
+             hour("500", datetime(2024, 3, 10, 11), datetime(2024, 3, 10, 11), **sm(0.9))]  # no such run
     out = fct([first, second], hours).sort("start_time")
     assert out.get_column("n_samples").to_list() == [30, 60]
     assert out.get_column("utilization").to_list() == pytest.approx([0.2, 0.8])
 
 
-def test_only_the_runs_own_label_cluster_and_hours_are_attributed() -> None:
-    run = job("9", datetime(2024, 3, 10, 10, 30), datetime(2024, 3, 10, 12))
+def test_only_the_runs_own_attributed_rows_count() -> None:
+    start = datetime(2024, 3, 10, 10, 30)
+    run = job("9", start, datetime(2024, 3, 10, 12))
     hours = [
-        hour("9", datetime(2024, 3, 10, 10), **sm(0.4)),  # the start hour counts (floor)
-        hour("9", datetime(2024, 3, 10, 11), **sm(0.4)),
-        hour("9", datetime(2024, 3, 10, 12), **sm(0.9)),  # at/after the end
-        hour("9", datetime(2024, 3, 10, 9), **sm(0.9)),  # before the start hour
-        hour("10", datetime(2024, 3, 10, 11), **sm(0.9)),  # another job
-        hour("9", datetime(2024, 3, 10, 11), cluster="c2", **sm(0.9)),  # another cluster
+        hour("9", datetime(2024, 3, 10, 10), start, **sm(0.4)),
+        hour("9", datetime(2024, 3, 10, 11), start, method="host_shared", **sm(0.4)),
+        hour("9", datetime(2024, 3, 10, 11), datetime(2024, 3, 10, 9), **sm(0.9)),  # another run of the job
+        hour("10", datetime(2024, 3, 10, 11), start, **sm(0.9)),  # another job
+        hour("9", datetime(2024, 3, 10, 11), start, cluster="c2", **sm(0.9)),  # another cluster
+        hour(None, datetime(2024, 3, 10, 11), None, method="unallocated", **sm(0.9)),
+        hour("9", datetime(2024, 4, 1, 0), start, **sm(0.9)),  # outside the period
     ]
     out = fct([run], hours)
     assert out.select("n_samples", "attribution_method").row(0) == (120, "hpc_job_label")
     assert out.get_column("utilization")[0] == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize(("methods", "best"), [(["host_shared", "host_exclusive"], "host_exclusive"),
+                                              (["host_shared"], "host_shared"),
+                                              (["host_shared", "hpc_job_label"], "hpc_job_label")])
+def test_the_runs_method_is_the_best_among_its_samples(methods: list[str], best: str) -> None:
+    start = datetime(2024, 3, 10, 10)
+    hours = [hour("9", start + timedelta(hours=i), start, method=m, **sm(0.5)) for i, m in enumerate(methods)]
+    out = fct([job("9", start, start + timedelta(hours=3))], hours)
+    assert out.get_column("attribution_method").to_list() == [best]
+
+
+def test_host_shared_fractional_samples_round_and_weight_the_means() -> None:
+    start = datetime(2024, 3, 10, 10)
+    hours = [hour("9", start, start, n=0, method="host_shared", samples=22.5, best_sum=2.25, best_n=22.5,
+                  sm_active_sum=2.25, sm_active_n=22.5, zero_samples=4.5)]
+    row = fct([job("9", start, start + timedelta(hours=1))], hours).row(0, named=True)
+    assert (row["n_samples"], row["utilization"]) == (22, pytest.approx(0.1))
+    assert row["zero_util_gpu_hours"] == pytest.approx(0.2)
+
+
+def test_array_and_het_parts_are_kept() -> None:
+    start = datetime(2024, 3, 10, 10)
+    runs = [job("12", start, start + timedelta(hours=1), job_id="10_2", array_job_id="10", array_task_id="2"),
+            job("20", start, start + timedelta(hours=1), job_id="20+1", het_job_id="20", het_offset=1)]
+    out = fct(runs, []).sort("job_id_raw")
+    assert out.select("job_id", "array_job_id", "array_task_id", "het_job_id", "het_offset").rows() == [
+        ("10_2", "10", "2", None, None), ("20+1", None, None, "20", 1)
+    ]
 
 
 def test_pending_run_has_no_hours_and_no_utilization() -> None:
@@ -223,9 +284,9 @@ def test_derived_measures() -> None:
     start = datetime(2024, 3, 10, 10)
     run = job("9", start, start + timedelta(hours=2), gpus=2.0, gpu_slots=2, hosts=["n1", "n2"],
               submit_time=start - timedelta(minutes=50), eligible_time=start - timedelta(minutes=20))
-    common = dict(zero_samples=15, energy_delta_mj=1.8e9, fb_used_mib_sum=60 * 1000.0, fb_used_mib_n=60,
+    common = dict(zero_samples=15, energy_j=1.8e6, fb_used_mib_sum=60 * 1000.0, fb_used_mib_n=60,
                   gpu_util_sum=30.0, gpu_util_n=60, tensor_active_sum=6.0, tensor_active_n=60, **sm(0.25))
-    hours = [hour("9", start + timedelta(hours=h), fb_used_mib_max=1000.0 + h, **common) for h in (0, 1)]
+    hours = [hour("9", start + timedelta(hours=h), start, fb_used_mib_max=1000.0 + h, **common) for h in (0, 1)]
     row = fct([run], hours, step_seconds=30).row(0, named=True)
     assert row["gpu_hours"] == 4.0
     assert row["utilization"] == pytest.approx(0.25)

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 
 import polars as pl
 import pytest
 
 from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
-from transforms.fct_job_usage import fct_job_usage
-from transforms.mart_department_monthly import SCHEMA, mart_department_monthly
-from transforms.stg_dcgm__gpu_hourly import SCHEMA as HOURLY_SCHEMA
-from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
+from transforms.mart_department_monthly import SCHEMA, UNALLOCATED, mart_department_monthly
 
 MARCH = datetime(2024, 3, 1)
 CAPACITY = pl.DataFrame({"cluster": ["c1", "c2"], "capacity_gpu_hours": [1000.0, 0.0]})
@@ -29,8 +26,12 @@ def usage(department: str, user: str, gpu_hours: float, utilization: float | Non
     return row | fields
 
 
-def mart(rows: list[dict]) -> pl.DataFrame:
-    return mart_department_monthly(pl.DataFrame(rows, schema=USAGE_SCHEMA), MARCH, CAPACITY)
+def mart(rows: list[dict], capacity: pl.DataFrame = CAPACITY) -> pl.DataFrame:
+    return mart_department_monthly(pl.DataFrame(rows, schema=USAGE_SCHEMA), MARCH, capacity)
+
+
+def departments(out: pl.DataFrame) -> pl.DataFrame:
+    return out.filter(~pl.col("is_unallocated"))
 
 
 def test_department_sums_counts_and_ratios() -> None:
@@ -64,7 +65,7 @@ def test_other_months_are_ignored_and_unknown_capacity_gives_null_share() -> Non
         usage("phys", "alice", 7.0, 0.5, cluster="c2"),
         usage("phys", "alice", 7.0, 0.5, cluster="c3"),
     ]
-    out = mart(rows)
+    out = departments(mart(rows))
     assert out.select("cluster", "gpu_hours", "share_of_capacity").rows() == [
         ("c1", 10.0, 0.01),
         ("c2", 7.0, None),  # capacity 0
@@ -73,50 +74,75 @@ def test_other_months_are_ignored_and_unknown_capacity_gives_null_share() -> Non
 
 
 def test_unmeasured_department_has_null_utilization() -> None:
-    out = mart([usage("phys", "alice", 10.0, None)])
+    out = departments(mart([usage("phys", "alice", 10.0, None)]))
     assert out.select("gpu_hours", "measured_gpu_hours", "utilization", "active_gpu_hours").row(0) == (
         10.0, 0.0, None, None
     )
 
 
 def test_department_mart_sums_equal_job_sums() -> None:
-    start = datetime(2024, 3, 10, 10)
-    jobs = []
-    hours = []
-    for i, account in enumerate(["physics", "physics", "chemistry", "nobody", "physics"]):
-        begin = start + timedelta(hours=3 * i)
-        jobs.append(
-            {c: None for c in JOBS_SCHEMA} | {
-                "cluster": "c1", "scheduler": "slurm", "job_id": str(i), "job_id_raw": str(i),
-                "user_name": f"u{i % 2}", "account": account, "submit_time": begin - timedelta(minutes=i),
-                "eligible_time": begin - timedelta(minutes=i), "start_time": begin,
-                "end_time": begin + timedelta(hours=2), "is_open": False, "gpus": float(i + 1),
-                "gpu_slots": i + 1, "is_mig": False, "hosts": ["n1"],
-            }
+    """Every job measure is summed once into exactly one department row (pending runs and
+    runs without samples included); unmapped accounts keep their own row."""
+    rows = []
+    for i, department in enumerate(["phys", "phys", "chem", "unmapped", "phys", "chem", "unmapped"]):
+        utilization = None if i in (4, 6) else 0.1 * i
+        rows.append(
+            usage(department, f"u{i % 3}", 1.5 * (i + 1), utilization, queue_seconds=30 * i,
+                  energy_kwh=None if utilization is None else 0.25 * i, zero_util_gpu_hours=0.1 * i,
+                  division="unmapped" if department == "unmapped" else "sci")
         )
-        for h in range(2 if i != 4 else 0):  # run 4 has no samples
-            hours.append(
-                {c: (0 if c.endswith(("_n", "_sum")) else None) for c in HOURLY_SCHEMA} | {
-                    "cluster": "c1", "hostname": "n1", "gpu": 0, "hpc_job": str(i), "hour": begin + timedelta(hours=h),
-                    "n_samples": 60, "zero_samples": 6 * i, "sm_active_sum": 6.0 * (i + h), "sm_active_n": 60,
-                    "energy_delta_mj": 3.6e9 * (i + 1),
-                }
-            )
-    accounts = pl.DataFrame(
-        {"cluster": ["c1", "c1"], "account": ["physics", "chemistry"], "department": ["phys", "chem"],
-         "department_name": ["P", "C"], "division": ["sci", "sci"], "division_name": ["S", "S"]}
-    )
-    job_usage = fct_job_usage(
-        pl.DataFrame(jobs, schema=JOBS_SCHEMA), pl.DataFrame(hours, schema=HOURLY_SCHEMA), accounts,
-        pl.DataFrame({"cluster": ["c1"], "hostname": ["n1"], "gpu_model": ["H100"]}),
-        MARCH, datetime(2024, 4, 1), 60,
-    )
-    out = mart_department_monthly(job_usage, MARCH, CAPACITY)
+    rows.append(usage("chem", "u9", 0.0, None, start_time=None, queue_seconds=None))  # pending
+    job_usage = pl.DataFrame(rows, schema=USAGE_SCHEMA)
+    out = departments(mart_department_monthly(job_usage, MARCH, CAPACITY))
     assert sorted(out.get_column("department").to_list()) == ["chem", "phys", "unmapped"]
-    assert out.get_column("job_count").sum() == job_usage.height == 5
+    assert out.get_column("job_count").sum() == job_usage.height == 8
     for column in ("gpu_hours", "active_gpu_hours", "idle_gpu_hours", "zero_util_gpu_hours", "energy_kwh"):
         assert out.get_column(column).sum() == pytest.approx(job_usage.get_column(column).sum()), column
-    assert out.get_column("gpu_hours").sum() == pytest.approx(2.0 * (1 + 2 + 3 + 4 + 5))
+    assert out.get_column("gpu_hours").sum() == pytest.approx(1.5 * (1 + 2 + 3 + 4 + 5 + 6 + 7))
     phys = out.filter(pl.col("department") == "phys").row(0, named=True)
-    assert phys["measured_gpu_hours"] == pytest.approx(2.0 * (1 + 2))  # run 4 (10 GPU-hours) unmeasured
-    assert phys["gpu_hours"] == pytest.approx(2.0 * (1 + 2 + 5))
+    assert phys["measured_gpu_hours"] == pytest.approx(1.5 * (1 + 2))  # run 4 (7.5 GPU-hours) unmeasured
+    assert phys["gpu_hours"] == pytest.approx(1.5 * (1 + 2 + 5))
+    assert out.filter(pl.col("department") == "chem")["job_count"].item() == 3
+
+
+def test_unallocated_row_completes_capacity_per_cluster() -> None:
+    rows = [usage("phys", "alice", 10.0, 0.5), usage("chem", "bob", 30.5, None), usage("phys", "x", 9.0, 0.5, cluster="c3")]
+    out = mart(rows)
+    spare = out.filter(pl.col("is_unallocated"))
+    assert spare.select("cluster", "division", "department", "gpu_hours").rows() == [
+        ("c1", UNALLOCATED, UNALLOCATED, 1000.0 - 40.5),
+        ("c2", UNALLOCATED, UNALLOCATED, 0.0),  # capacity 0, no jobs: still a row
+    ]  # c3 has no capacity: no row
+    assert UNALLOCATED == "(unallocated)"
+    c1 = out.filter(pl.col("cluster") == "c1")
+    assert c1.get_column("gpu_hours").sum() == pytest.approx(1000.0, abs=1e-9)
+    row = spare.row(0, named=True)
+    assert (row["job_count"], row["user_count"], row["preempted_job_count"], row["measured_gpu_hours"]) == (0, 0, 0, 0.0)
+    assert (row["active_gpu_hours"], row["idle_gpu_hours"], row["utilization"], row["queue_seconds_max"]) == (None,) * 4
+    assert row["share_of_capacity"] == pytest.approx(959.5 / 1000.0)
+    assert out.filter(pl.col("cluster") == "c1").get_column("is_unallocated").to_list() == [False, False, True]
+
+
+def test_over_allocation_is_kept_negative_not_clipped() -> None:
+    out = mart([usage("phys", "alice", 1200.0, 0.5)])
+    spare = out.filter(pl.col("is_unallocated") & (pl.col("cluster") == "c1"))
+    assert spare.get_column("gpu_hours").to_list() == [-200.0]
+
+
+def test_no_jobs_gives_only_capacity_rows() -> None:
+    out = mart([])
+    assert out.schema == pl.Schema(SCHEMA)
+    assert out.select("cluster", "gpu_hours", "is_unallocated").rows() == [("c1", 1000.0, True), ("c2", 0.0, True)]
+
+
+def test_preempted_runs_and_their_gpu_hours_and_queue_max() -> None:
+    rows = [
+        usage("phys", "alice", 4.0, 0.5, state="PREEMPTED", queue_seconds=10),
+        usage("phys", "alice", 6.0, 0.5, state="COMPLETED", queue_seconds=700),  # the requeued run
+        usage("phys", "bob", 2.0, 0.5, state="REQUEUED", queue_seconds=5),  # not known to be a preemption
+        usage("phys", "bob", 3.0, None, state="PREEMPTED", queue_seconds=None),
+        usage("chem", "carol", 1.0, 1.0, state="COMPLETED", queue_seconds=20),
+    ]
+    out = departments(mart(rows))
+    got = out.select("department", "preempted_job_count", "preempted_gpu_hours", "queue_seconds_max").rows()
+    assert got == [("chem", 0, 0.0, 20.0), ("phys", 2, 7.0, 700.0)]

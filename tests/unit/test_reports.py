@@ -320,3 +320,15 @@ def test_unmapped_name_matches_the_config_contract() -> None:
     from cardhours.config import UNMAPPED  # reports may not import config; the test pins it
 
     assert figures_module.UNMAPPED == UNMAPPED
+
+
+def test_unallocated_capacity_row_is_not_a_department() -> None:
+    """The mart's (unallocated) capacity row is infra idle (headline), not a department row or bar."""
+    departments = departments_frame().with_columns(pl.lit(False).alias("is_unallocated"))
+    capacity_row = departments.head(1).with_columns(
+        pl.lit("(unallocated)").alias("department"), pl.lit("(unallocated)").alias("division"),
+        pl.lit(9999.0).alias("gpu_hours"), pl.lit(True).alias("is_unallocated"),
+    )
+    html = render_review(MONTH, "x", clusters_frame(), pl.concat([departments, capacity_row]), jobs_frame())
+    assert "(unallocated)" not in html
+    assert "9,999" not in html

@@ -1,0 +1,139 @@
+"""int_gpu_minutes_attributed: minute rows of DCGM samples tied to Slurm runs in DuckDB SQL."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+import polars as pl
+import pytest
+
+from transforms.int_gpu_minutes_attributed import SCHEMA, int_gpu_minutes_attributed_sql
+from transforms.stg_dcgm__gpu_minutely import SCHEMA as MINUTELY_SCHEMA
+from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
+from warehouse import connect, replace_partition
+
+MARCH = (datetime(2024, 3, 1), datetime(2024, 4, 1))
+T0 = datetime(2024, 3, 10, 10)
+HOSTS = {"n1": 8.0, "n2": 8.0}
+
+
+def run(job_id_raw: str, start: datetime | None, end: datetime | None, gpus: float = 1.0, hosts=("n1",), **fields) -> dict:
+    row = {c: None for c in JOBS_SCHEMA} | {
+        "cluster": "c1", "scheduler": "slurm", "job_id": job_id_raw, "job_id_raw": job_id_raw,
+        "submit_time": (start or T0) - timedelta(hours=1), "start_time": start, "end_time": end,
+        "gpus": gpus, "gpu_slots": int(gpus), "is_mig": False, "n_nodes": len(hosts), "hosts": list(hosts),
+    }
+    return row | fields
+
+
+def minute(at: datetime, hpc_job: str | None = None, gpu: int = 0, host: str = "n1", sm: float = 0.5,
+           n: int = 2, **fields) -> dict:
+    """A stg_dcgm__gpu_minutely row of ``n`` samples whose sm_active (the best signal) is ``sm``."""
+    row = {c: None for c in MINUTELY_SCHEMA} | {
+        "cluster": "c1", "hostname": host, "gpu": gpu, "uuid": f"GPU-{host}-{gpu}", "hpc_job": hpc_job,
+        "minute": at, "n_samples": n, "expected_samples": 2, "coverage": min(n / 2, 1.0),
+        "sm_active_mean": sm, "sm_active_max": sm, "best_signal_mean": sm, "gpu_util_mean": 0.9,
+        "fb_used_mib_mean": 100.0, "fb_used_mib_max": 120.0, "power_w_mean": 300.0,
+    }
+    return row | fields
+
+
+def attribute(runs: list[dict], minutes: list[dict], step_seconds: int = 30, hosts=HOSTS) -> pl.DataFrame:
+    jobs = pl.DataFrame(runs, schema=JOBS_SCHEMA).with_columns(month=pl.lit(date(2024, 3, 1)))
+    rows = pl.DataFrame(minutes, schema=MINUTELY_SCHEMA).with_columns(day=pl.col("minute").dt.date())
+    with connect(":memory:") as conn:
+        replace_partition(conn, "staging.stg_slurm__jobs", jobs, {"month": date(2024, 3, 1)})
+        for day in rows.get_column("day").unique().to_list():
+            replace_partition(conn, "staging.stg_dcgm__gpu_minutely", rows.filter(pl.col("day") == day), {"day": day})
+        text, params = int_gpu_minutes_attributed_sql(
+            "c1", MARCH[0], MARCH[0], MARCH[1], step_seconds, list(hosts), list(hosts.values()), 0.01
+        )
+        return conn.sql(text, params=params).pl().cast(SCHEMA)
+
+
+def per_method(out: pl.DataFrame, job: str | None = None) -> dict[str, float]:
+    rows = out if job is None else out.filter(pl.col("job_id_raw") == job)
+    return dict(rows.group_by("attribution_method").agg(pl.col("samples").sum()).rows())
+
+
+def test_label_inside_the_run_else_unattributed() -> None:
+    runs = [run("9", T0 + timedelta(seconds=20), T0 + timedelta(minutes=3))]
+    minutes = [
+        minute(T0, "9"),  # the run starts inside this minute
+        minute(T0 + timedelta(minutes=2), "9"),
+        minute(T0 + timedelta(minutes=3), "9"),  # at the end: no run covers it
+        minute(T0 + timedelta(minutes=2), "10"),  # a job with no run
+        minute(T0 + timedelta(minutes=2), "9", cluster="c2"),  # another cluster
+    ]
+    out = attribute(runs, minutes)
+    assert per_method(out, "9") == {"hpc_job_label": 4.0}
+    assert per_method(out.filter(pl.col("job_id_raw").is_null())) == {"unattributed": 4.0}
+    assert out.get_column("cluster").unique().to_list() == ["c1"]
+    assert out.schema == pl.Schema(SCHEMA)
+
+
+def test_unlabelled_host_with_one_whole_host_job_is_exclusive() -> None:
+    runs = [run("9", T0, T0 + timedelta(hours=1), gpus=8.0)]
+    minutes = [minute(T0 + timedelta(minutes=5), gpu=g, sm=0.1 * g) for g in range(8)]
+    out = attribute(runs, minutes)
+    assert per_method(out) == {"host_exclusive": 16.0}
+    job = out.filter(pl.col("job_id_raw") == "9")
+    assert job.get_column("best_sum").sum() / job.get_column("best_n").sum() == pytest.approx(0.35)
+    assert job.get_column("energy_j").sum() == pytest.approx(8 * 300.0 * 2 * 30)
+
+
+def test_partial_host_single_job_gets_its_share_and_the_rest_is_unallocated() -> None:
+    runs = [run("9", T0, T0 + timedelta(hours=1), gpus=2.0)]
+    out = attribute(runs, [minute(T0 + timedelta(minutes=5), gpu=g) for g in range(8)])
+    assert per_method(out) == pytest.approx({"host_exclusive": 4.0, "unallocated": 12.0})
+
+
+def test_concurrent_jobs_share_the_host_by_gpu_count() -> None:
+    runs = [run("1", T0, T0 + timedelta(hours=1), gpus=2.0), run("2", T0, T0 + timedelta(hours=1), gpus=6.0)]
+    out = attribute(runs, [minute(T0 + timedelta(minutes=5), gpu=g) for g in range(8)])
+    assert per_method(out, "1") == pytest.approx({"host_shared": 4.0})
+    assert per_method(out, "2") == pytest.approx({"host_shared": 12.0})
+    assert "unallocated" not in per_method(out)
+
+
+def test_multi_host_run_holds_its_count_spread_over_hosts() -> None:
+    runs = [run("9", T0, T0 + timedelta(hours=1), gpus=8.0, hosts=("n1", "n2"))]
+    minutes = [minute(T0, gpu=g, host=h) for h in ("n1", "n2") for g in range(8)]
+    out = attribute(runs, minutes)
+    assert per_method(out, "9") == pytest.approx({"host_exclusive": 16.0})
+    assert per_method(out)["unallocated"] == pytest.approx(16.0)
+
+
+def test_unlabelled_gpus_on_a_labelling_host_are_unallocated_not_host_attributed() -> None:
+    runs = [run("9", T0, T0 + timedelta(hours=1), gpus=1.0)]
+    minutes = [minute(T0 + timedelta(minutes=1), "9", gpu=0, sm=0.9), minute(T0 + timedelta(minutes=30), gpu=1, sm=0.0)]
+    out = attribute(runs, minutes)
+    assert per_method(out, "9") == {"hpc_job_label": 2.0}
+    assert per_method(out.filter(pl.col("gpu") == 1)) == {"unallocated": 2.0}
+
+
+def test_unlabelled_samples_with_no_run_are_unallocated() -> None:
+    out = attribute([], [minute(T0, gpu=0)])
+    assert per_method(out) == {"unallocated": 2.0}
+
+
+def test_requeued_runs_split_the_shared_minute_by_overlap() -> None:
+    boundary = T0 + timedelta(minutes=10, seconds=15)
+    runs = [run("9", T0, boundary, state="REQUEUED"), run("9", boundary, T0 + timedelta(minutes=20))]
+    out = attribute(runs, [minute(T0 + timedelta(minutes=10), "9", n=4)])
+    shares = dict(out.select("start_time", "samples").rows())
+    assert shares == pytest.approx({T0: 1.0, boundary: 3.0})
+
+
+def test_zero_minutes_and_signal_counts() -> None:
+    runs = [run("9", T0, T0 + timedelta(hours=1))]
+    minutes = [minute(T0, "9", sm=0.005), minute(T0 + timedelta(minutes=1), "9", sm=0.5, sm_active_mean=None,
+                                                    best_signal_mean=0.5)]
+    out = attribute(runs, minutes).row(0, named=True)
+    assert (out["samples"], out["zero_samples"], out["sm_active_n"], out["best_n"]) == (4.0, 2.0, 2.0, 4.0)
+    assert out["fb_used_mib_max"] == 120.0
+
+
+def test_rejects_mismatched_hosts() -> None:
+    with pytest.raises(ValueError):
+        int_gpu_minutes_attributed_sql("c1", MARCH[0], MARCH[0], MARCH[1], 30, ["n1"], [], 0.01)

@@ -1,0 +1,128 @@
+-- 0006: GPU-to-job attribution (issue 4). marts.fct_job_usage gains the array and het parts
+-- of the job id (after job_id_raw) and marts.fct_gpu_hourly is new. Columns mirror the SCHEMA
+-- constants of transforms/fct_job_usage.py and transforms/fct_gpu_hourly.py (docs/marts.md).
+-- fct_job_usage is rebuilt rather than ALTERed so its columns keep the SCHEMA order; existing
+-- rows get null array/het parts (rebuild the month to fill them).
+
+CREATE TABLE marts.fct_job_usage_0006 (
+    cluster               VARCHAR NOT NULL,
+    scheduler             VARCHAR,
+    job_id                VARCHAR,
+    job_id_raw            VARCHAR,
+    array_job_id          VARCHAR,
+    array_task_id         VARCHAR,
+    het_job_id            VARCHAR,
+    het_offset            INTEGER,
+    job_name              VARCHAR,
+    user_name             VARCHAR,
+    account               VARCHAR,
+    department            VARCHAR,
+    division              VARCHAR,
+    partition_name        VARCHAR,
+    qos                   VARCHAR,
+    state                 VARCHAR,
+    submit_time           TIMESTAMP,
+    eligible_time         TIMESTAMP,
+    start_time            TIMESTAMP,
+    end_time              TIMESTAMP,
+    is_open               BOOLEAN,
+    gpus                  DOUBLE,
+    gpu_model             VARCHAR,
+    hosts                 VARCHAR,
+    elapsed_seconds       BIGINT,
+    gpu_hours             DOUBLE,
+    utilization           DOUBLE,
+    utilization_signal    VARCHAR,
+    active_gpu_hours      DOUBLE,
+    idle_gpu_hours        DOUBLE,
+    zero_util_gpu_hours   DOUBLE,
+    mean_gpu_util         DOUBLE,
+    mean_gr_engine_active DOUBLE,
+    mean_sm_active        DOUBLE,
+    mean_tensor_active    DOUBLE,
+    peak_fb_used_mib      DOUBLE,
+    mean_fb_used_mib      DOUBLE,
+    energy_kwh            DOUBLE,
+    queue_seconds         BIGINT,
+    submit_wait_seconds   BIGINT,
+    n_samples             BIGINT,
+    expected_samples      DOUBLE,
+    sample_coverage       DOUBLE,
+    attribution_method    VARCHAR,
+    month                 DATE NOT NULL
+);
+
+INSERT INTO marts.fct_job_usage_0006
+SELECT
+    cluster,
+    scheduler,
+    job_id,
+    job_id_raw,
+    CAST(NULL AS VARCHAR),
+    CAST(NULL AS VARCHAR),
+    CAST(NULL AS VARCHAR),
+    CAST(NULL AS INTEGER),
+    job_name,
+    user_name,
+    account,
+    department,
+    division,
+    partition_name,
+    qos,
+    state,
+    submit_time,
+    eligible_time,
+    start_time,
+    end_time,
+    is_open,
+    gpus,
+    gpu_model,
+    hosts,
+    elapsed_seconds,
+    gpu_hours,
+    utilization,
+    utilization_signal,
+    active_gpu_hours,
+    idle_gpu_hours,
+    zero_util_gpu_hours,
+    mean_gpu_util,
+    mean_gr_engine_active,
+    mean_sm_active,
+    mean_tensor_active,
+    peak_fb_used_mib,
+    mean_fb_used_mib,
+    energy_kwh,
+    queue_seconds,
+    submit_wait_seconds,
+    n_samples,
+    expected_samples,
+    sample_coverage,
+    attribution_method,
+    month
+FROM marts.fct_job_usage;
+
+DROP TABLE marts.fct_job_usage;
+
+ALTER TABLE marts.fct_job_usage_0006 RENAME TO fct_job_usage;
+
+-- Per cluster x GPU (or MIG instance) of the inventory x hour: capacity, allocated and active
+-- seconds, samples (all, attributed to runs, unattributed), coverage. Partition: month.
+CREATE TABLE marts.fct_gpu_hourly (
+    cluster              VARCHAR NOT NULL,
+    hostname             VARCHAR,
+    gpu                  SMALLINT,
+    gpu_i_id             SMALLINT,
+    gpu_i_profile        VARCHAR,
+    gpu_model            VARCHAR,
+    hour                 TIMESTAMP,
+    capacity_seconds     DOUBLE,
+    allocated_seconds    DOUBLE,
+    allocation_basis     VARCHAR,
+    active_seconds       DOUBLE,
+    n_samples            BIGINT,
+    attributed_samples   DOUBLE,
+    unattributed_samples BIGINT,
+    expected_samples     BIGINT,
+    coverage             DOUBLE,
+    month                DATE NOT NULL
+);
