@@ -23,8 +23,45 @@ import re
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
+from urllib.parse import urlsplit
 
 WARM_UP = timedelta(minutes=5)  # each timer first reads this much, untimed (imports, first calls)
+
+
+def server_pid(url: str) -> int | None:
+    """The pid of the process listening on ``url``'s port on this machine (Linux ``/proc``),
+    or None when it cannot be told (another OS, a remote server, no permission)."""
+    port = urlsplit(url).port
+    if port is None:
+        return None
+    try:
+        inodes = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            if os.path.exists(table):
+                for line in open(table).readlines()[1:]:
+                    fields = line.split()
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # LISTEN
+                        inodes.add(f"socket:[{fields[9]}]")
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if any(os.readlink(f"/proc/{pid}/fd/{fd}") in inodes for fd in os.listdir(f"/proc/{pid}/fd")):
+                    return int(pid)
+            except OSError:
+                continue
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _process_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (``/proc/<pid>/stat``)."""
+    if pid is None:
+        return None
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _machine_busy_seconds() -> float:
@@ -35,17 +72,28 @@ def _machine_busy_seconds() -> float:
 
 
 class Clock:
-    """Wall time, this process's CPU time and the rest of the machine's CPU time (mostly the
-    Prometheus server) between ``start`` and ``stop``."""
+    """Wall time, this process's CPU time (also split into user and system time: first-touch
+    page faults of new memory count as system time), the Prometheus server's own CPU time
+    (``server_cpu_s``, from ``/proc/<pid>/stat``; None when its process is not found) and the
+    rest of the machine's CPU time (the server, plus any other load) between ``start`` and
+    ``stop``."""
+
+    def __init__(self, server: int | None = None) -> None:
+        self.server = server
 
     def start(self) -> Clock:
+        self.server_cpu = _process_seconds(self.server)
+        self.times = os.times()
         self.wall, self.cpu, self.busy = time.perf_counter(), time.process_time(), _machine_busy_seconds()
         return self
 
     def stop(self) -> dict:
         cpu = time.process_time() - self.cpu
-        return {"seconds": time.perf_counter() - self.wall, "cpu_s": cpu,
-                "other_cpu_s": max(_machine_busy_seconds() - self.busy - cpu, 0.0)}
+        wall, busy, times = time.perf_counter() - self.wall, _machine_busy_seconds(), os.times()
+        server = _process_seconds(self.server)
+        return {"seconds": wall, "cpu_s": cpu, "user_s": times.user - self.times.user,
+                "sys_s": times.system - self.times.system, "other_cpu_s": max(busy - self.busy - cpu, 0.0),
+                "server_cpu_s": None if server is None or self.server_cpu is None else server - self.server_cpu}
 
 
 def _rss_mib() -> float:
@@ -66,7 +114,23 @@ def ours(config: dict, start: datetime, end: datetime) -> dict:
     source = _source(config)
     source.read_long(start, start + WARM_UP)  # imports and first-call paths, untimed
     base = _rss_mib()
-    clock = Clock().start()
+    clock = Clock(server_pid(config["url"])).start()
+    long = source.read_long(start, end)
+    timing = clock.stop()
+    stats = source.last_report.fetch
+    return {**timing, "samples": long.samples.height, "series": long.series.height,
+            "requests": stats.answered + len(source.last_report.censuses), "refused": stats.refused,
+            "mib": stats.n_bytes / 2**20, "rss_mib": _rss_mib(), "base_rss_mib": base}
+
+
+def ours_warm(config: dict, start: datetime, end: datetime) -> dict:
+    """``ours`` once more in the same process after an untimed read of the whole window: what a
+    long-running reader pays per read once its memory pool holds the pages a read needs
+    (``ours`` in a fresh process also pays for first touching them)."""
+    source = _source(config)
+    source.read_long(start, end)
+    base = _rss_mib()
+    clock = Clock(server_pid(config["url"])).start()
     long = source.read_long(start, end)
     timing = clock.stop()
     stats = source.last_report.fetch
@@ -104,7 +168,7 @@ def raw(config: dict, start: datetime, end: datetime) -> dict:
 
     with ThreadPoolExecutor(max_workers=source.config.max_parallel_requests) as pool:
         list(pool.map(fetch, warm_up))
-    clock = Clock().start()
+    clock = Clock(server_pid(config["url"])).start()
     with ThreadPoolExecutor(max_workers=source.config.max_parallel_requests) as pool:
         n_bytes = sum(pool.map(fetch, requests))
     timing = clock.stop()
@@ -123,7 +187,7 @@ def client(config: dict, start: datetime, end: datetime) -> dict:
     MetricRangeDataFrame(connection.get_metric_range_data(metrics[0], start_time=utc_start,
                                                           end_time=utc_start + WARM_UP))  # untimed
     base = _rss_mib()
-    clock = Clock().start()
+    clock = Clock(server_pid(config["url"])).start()
     samples = series = 0
     for metric in metrics:
         result = connection.get_metric_range_data(metric, start_time=utc_start, end_time=utc_end)
@@ -135,7 +199,7 @@ def client(config: dict, start: datetime, end: datetime) -> dict:
             "mib": None, "rss_mib": _rss_mib(), "base_rss_mib": base}
 
 
-TIMERS = {"ours": ours, "raw": raw, "client": client}
+TIMERS = {"ours": ours, "raw": raw, "client": client, "ours_warm": ours_warm}
 
 
 def measure(name: str, config: dict, start: datetime, end: datetime) -> dict:

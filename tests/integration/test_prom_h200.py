@@ -137,4 +137,24 @@ def test_downsampling_accuracy_on_the_h200_trace(prometheus_with, trace_files: d
     # Job means: each step point weighs as much as a full step, so a job's partial first and
     # last steps are over-weighted; on these 30-42 s jobs that costs at most ~5 points.
     assert table["sm_active_pts"].max() <= 5.0 and table["gpu_util_pts"].max() <= 5.0
-    # Energy is not asserted: see docs/prometheus.md ("Downsampling") for what goes wrong.
+    assert table["energy_pct"].max() == 0.0  # the counter is read raw (next test)
+
+
+def test_downsampled_energy_per_job_is_the_raw_energy(prometheus_with, trace_files: dict[str, Path]) -> None:
+    """Every job here is shorter than a minute: at a 60 s step hpc_job changes inside most
+    buckets, and the idle series has readings on both sides of a job inside one. The energy
+    counter is read raw even when downsampling, so each job's energy (and the idle time's)
+    through stg_dcgm__gpu_hourly is exactly the raw samples' energy."""
+    url = prometheus_with([trace_files["Hostname"]])
+    exact = per_job(h200.raw_samples(), step_seconds=1).select("hpc_job", "energy_mj")
+    assert exact["energy_mj"].min() > 1e6 and exact.height == 6  # five jobs and the idle time
+    assert_frame_equal(per_job(read(url), step_seconds=1).select("hpc_job", "energy_mj"), exact)
+    got = read(url, downsample_seconds=60)
+    assert_frame_equal(per_job(got, step_seconds=60).select("hpc_job", "energy_mj"), exact)
+    # One row per series and minute: at the minute's start where one series was read in it,
+    # else at the series' last reading in it. Plus one row with only an energy reading: the end
+    # of the idle readings before the first job, in the minute where idle time resumes after it.
+    assert got.filter(pl.col("power_w").is_null()).select("ts", "hpc_job", "energy_mj").rows() == [
+        (datetime(2026, 11, 30, 1, 15, 4, 548000), None, 2889645.0)]
+    rows = got.filter(pl.col("power_w").is_not_null())
+    assert rows.select("hpc_job", pl.col("ts").dt.truncate("1m")).is_duplicated().sum() == 0

@@ -31,6 +31,7 @@ from pipelines.prometheus_resource import PrometheusResource
 from pipelines.resources import CardhoursResource
 from transforms.dcgm_labels import normalize_series
 from transforms.dcgm_pivot import pivot_samples
+from transforms.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -119,7 +120,7 @@ def test_chunk_edges_on_sample_times_give_each_sample_once(url: str, expected: p
     path, params = request.http("")
     body = prom.client.get(path, params, query=params["query"], window="test")
     assert decode_matrix(body).ts_ms.max() == to_ms(T0 + 2 * hour)
-    assert fetch_one(prom.client, request, "").matrix.ts_ms.max() == to_ms(T0 + 2 * hour) - 15_000
+    assert fetch_one(prom.client, request, "").samples()[0].max() == (to_ms(T0 + 2 * hour) - 15_000) * 1000
 
 
 def test_server_refusing_too_many_samples_is_sharded_by_host(sim: SimulationResult, prometheus_with,
@@ -150,14 +151,46 @@ def test_downsampled_read_aggregates_each_bucket(url: str, expected: pl.DataFram
     prom = source(url)
     long = prom.read_downsampled(T0, end, step)
     got = pivot_samples(normalize_series(long.series, prom.metric_fields), long.samples)
+    labels = [*KEYS[:-1], "model_name", "uuid", "pci_bus_id", "device", "gpu_i_profile", "pod", "namespace",
+              "container", "extra_labels"]
+    bucket = pl.col("ts").dt.truncate(f"{step}s")
+    # Rows stay in their bucket. Where a bucket holds a job change they are stamped with their
+    # last energy reading's time instead of the bucket start, and a series with readings on
+    # both sides of another one gets a row with only an energy reading: fold them back.
+    moved = got.filter(pl.col("ts") != bucket)
+    assert 0 < moved.height < got.height // 10
+    fields = [c for c in DCGM_FIELDS.values() if c != "energy_mj"]
+    folded = got.sort("ts").group_by([*labels, bucket], maintain_order=True).agg(
+        *(pl.col(c).drop_nulls().first() for c in fields), pl.col("energy_mj").drop_nulls().last())
     aggregate = {"avg_over_time": pl.Expr.mean, "max_over_time": pl.Expr.max, "min_over_time": pl.Expr.min,
                  "last_over_time": lambda e: e.drop_nulls().last()}
     want = (expected.filter(pl.col("ts") < end).sort("ts")
-            .group_by([*KEYS[:-1], "model_name", "uuid", "pci_bus_id", "device", "gpu_i_profile", "pod", "namespace",
-                       "container", "extra_labels", pl.col("ts").dt.truncate(f"{step}s")], maintain_order=True)
+            .group_by([*labels, bucket], maintain_order=True)
             .agg(aggregate[downsample_function(f)](pl.col(c)).alias(c) for f, c in DCGM_FIELDS.items()))
-    assert_frame_equal(got.sort(KEYS, nulls_last=True), want.select(got.columns).sort(KEYS, nulls_last=True),
+    # The energy counter is read raw: a step row carries the step's last reading, except a GPU's
+    # first row of the read, which carries its first reading (the rollup counts from there).
+    first = pl.col("ts") == T0
+    want = want.with_columns(pl.when(~first).then(pl.col("energy_mj")))
+    folded = folded.with_columns(pl.when(~first).then(pl.col("energy_mj")))
+    assert_frame_equal(folded.sort(KEYS, nulls_last=True), want.select(folded.columns).sort(KEYS, nulls_last=True),
                        check_exact=False, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_downsampled_energy_is_the_raw_energy_per_job_and_hour(url: str, expected: pl.DataFrame) -> None:
+    """Jobs change inside 5-minute steps all day; the hourly energy per GPU, job and hour from a
+    downsampled read equals the raw samples' to the millijoule."""
+    end = T1
+    got = source(url, downsample_seconds=300).read_samples(CLUSTER, T0, end)
+    key = ["hostname", "gpu", "gpu_i_id", "hpc_job", "hour"]
+
+    def energy(samples: pl.DataFrame, step: int) -> pl.DataFrame:
+        hourly = stg_dcgm__gpu_hourly(samples.lazy(), step).collect()
+        return hourly.filter(pl.col("energy_delta_mj").is_not_null()).select(*key, "energy_delta_mj").sort(
+            key, nulls_last=True)
+
+    exact = energy(expected.filter(pl.col("ts") < end), 15)
+    assert exact.height > 500 and exact["hpc_job"].n_unique() > 10
+    assert_frame_equal(energy(got, 300), exact)
 
 
 def test_both_host_spellings_hostless_series_and_dotted_hosts_under_refusals(prometheus_with) -> None:

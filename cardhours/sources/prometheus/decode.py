@@ -5,19 +5,20 @@ A matrix response, as Prometheus (and Thanos, Mimir: the same encoder) writes it
     {"status":"success","data":{"resultType":"matrix","result":[
       {"metric":{"__name__":"m","gpu":"0"},"values":[[1700000000,"0.5"],[1700000015.123,"NaN"]]},...]}}
 
-Fast path: only each series' small ``"metric"`` object goes through ``json.loads``; its
-``"values"`` list is located by byte search (``{`` never occurs inside a values list, so
-the next series is one ``memchr`` away). The lists, without their outer brackets, are
-joined with ``,1`` and rewritten by one ``bytes.translate`` (``[`` -> newline, ``]`` and
-quotes dropped) into CSV rows::
+Fast path: each series' small ``"metric"`` object is kept as its JSON text (the fetch
+parses each distinct text once per read); its ``"values"`` list is located by byte search
+(``{`` never occurs inside a values list, so the next series is one ``memchr`` away). Each
+list, without its outer brackets, is rewritten by one ``bytes.translate`` (``[`` ->
+newline, ``]`` and quotes dropped) while it is in the CPU cache and written, followed by
+``,1``, into one buffer from Arrow's memory pool::
 
     1700000000,0.5,
     1700000015.123,NaN,1       <- "1" marks the last row of a series
 
-which pyarrow's multi-threaded CSV reader parses (GIL released) into float64 columns;
-it reads ``NaN``, ``+Inf``, ``-Inf`` and exponents, correctly rounded. Timestamps are
-decimal seconds with at most three decimals, so ``rint(seconds * 1000)`` is the exact
-millisecond. ``benchmarks/prom_decode.py`` measures this against alternatives.
+which pyarrow's CSV reader parses (GIL released) into float64 columns; it reads ``NaN``,
+``+Inf``, ``-Inf`` and exponents, correctly rounded. Timestamps are decimal seconds with
+at most three decimals, so ``rint(seconds * 1000)`` is the exact millisecond.
+``benchmarks/prom_decode.py`` measures this against alternatives.
 
 Anything not in that exact compact layout (whitespace, other key order, native
 histograms) goes to :func:`decode_matrix_json`, a plain ``json.loads`` decoder that gives
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 SUCCESS_MATRIX = b'{"status":"success","data":{"resultType":"matrix","result":['
@@ -107,24 +109,23 @@ def _load_success(body: bytes) -> dict:
     return doc
 
 
-def _locate(body: bytes) -> tuple[list[dict[str, str]], list[memoryview], list[bool]] | None:
-    """Labels and values lists of every series, or None when the layout is not the compact one."""
-    labels: list[dict[str, str]] = []
-    spans: list[memoryview] = []
-    empty: list[bool] = []
-    view = memoryview(body)
+Bounds = list[tuple[int, int]]  # (start, end) of each series' values list in the body, outer brackets excluded
+
+
+def _scan(body: bytes) -> tuple[list[bytes], Bounds] | None:
+    """Each series' ``"metric"`` object (unparsed JSON text) and where its values list is
+    (``body[start:end]`` is ``[t,"v"],...,[t,"v"]``; empty when ``start == end``), or None
+    when the layout is not the compact one."""
+    texts: list[bytes] = []
+    bounds: Bounds = []
     pos = len(SUCCESS_MATRIX)
     if body.startswith(b"]}", pos):
-        return labels, spans, empty
+        return texts, bounds
     while True:
         if not body.startswith(METRIC, pos):
             return None
         at = body.find(VALUES, pos)
         if at < 0:
-            return None
-        try:
-            metric = json.loads(body[pos + len(METRIC):at])
-        except ValueError:
             return None
         first = at + len(VALUES) - 1  # the values list's "["
         after = body.find(b"{", first)
@@ -133,52 +134,131 @@ def _locate(body: bytes) -> tuple[list[dict[str, str]], list[memoryview], list[b
             return None
         if end < 0 or body[end - 1:end + 1] not in (b"]]", b"[]"):
             return None
-        labels.append(metric)
-        empty.append(end == first + 1)
-        spans.append(view[first + 1:end])  # [t,"v"],...,[t,"v"]
+        texts.append(body[pos + len(METRIC):at])
+        bounds.append((first + 1, end))
         if after < 0:
             tail = body[end + 2:]
-            return (labels, spans, empty) if tail.startswith(b"]}") and b'"warnings"' not in tail else None
+            return (texts, bounds) if tail.startswith(b"]}") and b'"warnings"' not in tail else None
         pos = after
+
+
+def parse_labels(text: bytes) -> dict[str, str]:
+    """One ``"metric"`` object; ValueError unless it is a JSON object of strings."""
+    labels = json.loads(text)
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        raise ValueError(f"a series' labels are not a JSON object of strings: {text[:200]!r}")
+    return labels
+
+
+def _locate(body: bytes) -> tuple[list[dict[str, str]], list[memoryview], list[bool]] | None:
+    """Labels and values lists of every series, or None when the layout is not the compact one
+    (for ``benchmarks/prom_decode.py``)."""
+    scanned = _scan(body)
+    if scanned is None:
+        return None
+    texts, bounds = scanned
+    view = memoryview(body)
+    try:
+        labels = [parse_labels(text) for text in texts]
+    except ValueError:
+        return None
+    return labels, [view[a:b] for a, b in bounds], [a == b for a, b in bounds]
 
 
 def csv_text(lists: list[memoryview]) -> bytes:
     """Values lists (``[t,"v"],[t,"v"]``, outer brackets removed) as ``t,v,`` rows, the last
     row of each list ending in ``1``; the text starts with an empty line (pyarrow skips it).
-    Two passes over the bytes: the join and the translation."""
+    The same text as :func:`csv_rows`, as a new ``bytes`` (two passes: join, translate)."""
     return SERIES_END.join([*lists, b""]).translate(TO_CSV, TO_CSV_DROP)
 
 
-def _parse_rows(lists: list[memoryview]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(samples per series, timestamps in ms, values) of non-empty values lists."""
-    table = pacsv.read_csv(pa.BufferReader(csv_text(lists)), read_options=_READ, parse_options=_PARSE,
-                           convert_options=_CONVERT)
+def csv_rows(body: bytes, bounds: Bounds) -> pa.Buffer:
+    """The values lists ``body[start:end]`` (none empty) as the CSV rows of :func:`csv_text`,
+    written list by list into one buffer from Arrow's memory pool: unlike a new ``bytes`` of
+    the whole text (fresh pages from the OS, zeroed on first touch, each time), the pool's
+    memory is reused from one response to the next. Each list is translated on its own,
+    while it is in the CPU cache."""
+    buffer = pa.allocate_buffer(sum(b - a for a, b in bounds) + len(SERIES_END) * len(bounds))
+    out = memoryview(buffer).cast("B")
+    pos = 0
+    for a, b in bounds:
+        rows = body[a:b].translate(TO_CSV, TO_CSV_DROP)
+        end = pos + len(rows)
+        out[pos:end] = rows
+        pos = end + len(SERIES_END)
+        out[end:pos] = SERIES_END
+    return buffer.slice(0, pos)
+
+
+def parse_values(body: bytes, bounds: Bounds, threads: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(samples per list, timestamps in seconds, values) of the values lists ``body[start:end]``
+    (none empty).
+
+    Single-threaded (the default), the text is parsed as one block, so both float64 columns
+    come out of Arrow without a copy; the fetch runs several of these at once. ``threads``
+    lets pyarrow cut the text into 4 MiB blocks parsed on its own thread pool."""
+    text = csv_rows(body, bounds)
+    read = _READ if threads else pacsv.ReadOptions(column_names=_READ.column_names, use_threads=False,
+                                                   block_size=text.size + 1)
+    table = pacsv.read_csv(pa.BufferReader(text), read_options=read, parse_options=_PARSE, convert_options=_CONVERT)
+    del text
     if table.column("t").null_count or table.column("v").null_count:
         raise DecodeError("a sample without a timestamp or value in the values lists")
-    ends = np.flatnonzero(table.column("last").is_valid().to_numpy(zero_copy_only=False))
-    if len(ends) != len(lists) or (len(ends) and ends[-1] != table.num_rows - 1):
-        raise DecodeError(f"{len(lists)} series but {len(ends)} series ends in the values lists")
-    counts = np.diff(ends, prepend=-1)
-    ms = table.column("t").to_numpy() * 1000.0
-    ts_ms = np.empty(len(ms), np.int64)
-    np.rint(ms, out=ts_ms, casting="unsafe")  # exact: at most three decimals
-    return counts, ts_ms, table.column("v").to_numpy()
+    ends = pc.indices_nonzero(pc.is_valid(table.column("last"))).to_numpy().astype(np.int64)
+    if len(ends) != len(bounds) or (len(ends) and ends[-1] != table.num_rows - 1):
+        raise DecodeError(f"{len(bounds)} series but {len(ends)} series ends in the values lists")
+    return np.diff(ends, prepend=-1), _column(table, "t"), _column(table, "v")
+
+
+def _column(table: pa.Table, name: str) -> np.ndarray:
+    column = table.column(name)
+    return (column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()).to_numpy()
+
+
+def to_ms(seconds: np.ndarray) -> np.ndarray:
+    """Decimal seconds with at most three decimals -> exact int64 milliseconds."""
+    ms = np.multiply(seconds, 1000.0)
+    return np.rint(ms, out=ms).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The fast path's result before labels are parsed: series ``i`` (its ``"metric"`` JSON
+    text) owns the next ``counts[i]`` samples; series without samples are left out."""
+
+    texts: list[bytes]
+    counts: np.ndarray  # int64 per series
+    seconds: np.ndarray  # float64 timestamps as sent: decimal seconds, at most three decimals
+    values: np.ndarray  # float64
 
 
 def decode_matrix(body: bytes) -> Matrix:
     """A matrix response (``/api/v1/query`` of a range selector, ``/api/v1/query_range``)."""
+    columns = decode_columns(body)
+    if isinstance(columns, Matrix):
+        return columns
+    try:
+        labels = [parse_labels(text) for text in columns.texts]
+    except ValueError:
+        return decode_matrix_json(body)
+    return Matrix(labels, columns.counts, to_ms(columns.seconds), columns.values)
+
+
+def decode_columns(body: bytes) -> Columns | Matrix:
+    """:class:`Columns` of a matrix response in the compact layout, else the
+    :func:`decode_matrix_json` result (or its DecodeError)."""
     if not body.startswith(SUCCESS_MATRIX):
         return decode_matrix_json(body)
-    located = _locate(body)
-    if located is None:
+    scanned = _scan(body)
+    if scanned is None:
         return decode_matrix_json(body)
-    labels, spans, empty = located
-    full = [span for span, is_empty in zip(spans, empty) if not is_empty]
+    texts, bounds = scanned
+    full = [(a, b) for a, b in bounds if a < b]
     if not full:
-        return Matrix([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
-    counts, ts_ms, values = _parse_rows(full)
-    kept = [lab for lab, is_empty in zip(labels, empty) if not is_empty]
-    return Matrix(kept, counts.astype(np.int64), ts_ms, values)
+        return Columns([], np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros(0, np.float64))
+    if len(full) < len(texts):
+        texts = [text for text, (a, b) in zip(texts, bounds) if a < b]
+    return Columns(texts, *parse_values(body, full))
 
 
 def decode_matrix_json(body: bytes) -> Matrix:

@@ -20,7 +20,8 @@ from cardhours.sources.metrics import MetricsSourceError, conform_samples
 from cardhours.sources.prometheus import LongSamples
 from cardhours.sources.prometheus.client import PrometheusClient
 from cardhours.sources.prometheus.decode import DecodeError, decode_data, decode_label_sets
-from cardhours.sources.prometheus.fetch import FetchStats, fetch_all, merge, window_text
+from cardhours.sources.prometheus.energy import place_energy
+from cardhours.sources.prometheus.fetch import FetchStats, fetch_all, window_text
 from cardhours.sources.prometheus.plan import (
     DAY_MS, TARGET_SAMPLES_PER_REQUEST, Census, Downsample, Limits, day_partitions, plan_metric, seconds, selector,
 )
@@ -35,14 +36,16 @@ EPOCH = datetime(1970, 1, 1)
 # - FB_USED: capacity questions need the peak, so max_over_time; FB_FREE mirrors it with
 #   min_over_time (at the step's peak use, free memory is at its minimum).
 # - TOTAL_ENERGY_CONSUMPTION is a counter (mJ since boot): averaging a counter is
-#   meaningless, so the raw value at the end of the step is kept (last_over_time).
-#   Successive values difference into exactly the energy of each step (resets still show
-#   as drops), as increase() would compute from raw samples at that resolution.
+#   meaningless; a step row carries a raw reading, in the plain case the step's last one
+#   (what last_over_time gives). It is never aggregated on the server, though: where
+#   hpc_job changes inside a step, per-step readings cannot say which job used the energy,
+#   so the counter is read raw and placed on the step rows by energy.place_energy.
 DOWNSAMPLE_FUNCTIONS: dict[str, str] = {
     "DCGM_FI_DEV_FB_USED": "max_over_time",
     "DCGM_FI_DEV_FB_FREE": "min_over_time",
     "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "last_over_time",
 }
+READ_RAW_WHEN_DOWNSAMPLING = ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",)
 
 
 def downsample_function(field: str) -> str:
@@ -113,19 +116,33 @@ class PrometheusMetricsSource:
     def read_raw(self, start: datetime, end: datetime) -> LongSamples:
         """Every stored sample in ``[start, end)`` exactly once."""
         limits = self._limits(self.config.scrape_interval_seconds * 1000)
-        return self._read(to_ms(start), to_ms(end), limits, lambda metric: None)
+        return self._read(to_ms(start), to_ms(end), lambda metric: limits, lambda metric: None)
 
     def read_downsampled(self, start: datetime, end: datetime, step_seconds: int) -> LongSamples:
         """One point per series and step bucket ``[b, b + step)``, stamped ``b`` (buckets from
-        ``start``), aggregated on the server by :func:`downsample_function`."""
+        ``start``), aggregated on the server by :func:`downsample_function`; except the energy
+        counter, read raw and placed on those rows exactly (``energy.place_energy``: where
+        a bucket holds a job change or a counter reset, its rows are stamped with their last
+        reading's time instead, and a series with readings on both sides of another one in the
+        bucket gets an extra row with only its energy reading)."""
         step_ms = step_seconds * 1000
         if DAY_MS % step_ms or to_ms(start) % step_ms:
             raise ValueError(f"downsampling step {step_seconds} s must divide a day and {start} must be on a step "
                              "boundary: a partial bucket at a day's end would be lost or counted twice")
         left_open = self.left_open_ranges()
-        limits = self._limits(step_ms)
-        return self._read(to_ms(start), to_ms(end), limits,
-                          lambda metric: Downsample(step_ms, downsample_function(self.fields[metric]), left_open))
+        stepped, raw = self._limits(step_ms), self._limits(self.config.scrape_interval_seconds * 1000)
+
+        def downsample(metric: str) -> Downsample | None:
+            field = self.fields[metric]
+            return None if field in READ_RAW_WHEN_DOWNSAMPLING else Downsample(
+                step_ms, downsample_function(field), left_open)
+
+        long = self._read(to_ms(start), to_ms(end), lambda metric: raw if downsample(metric) is None else stepped,
+                          downsample)
+        try:
+            return place_energy(long, self.metric_fields, to_ms(start) * 1000, step_ms * 1000)
+        except ValueError as exc:
+            raise MetricsSourceError(f"cannot normalize DCGM series read from {self.client.url}: {exc}") from exc
 
     def left_open_ranges(self) -> bool:
         """Whether the server's range selectors are left-open (Prometheus 3); 2.x (closed) when
@@ -155,14 +172,14 @@ class PrometheusMetricsSource:
         except DecodeError as exc:
             raise self.client.undecodable("/api/v1/series", match, window, exc) from exc
 
-    def _read(self, start_ms: int, end_ms: int, limits: Limits,
+    def _read(self, start_ms: int, end_ms: int, limits: Callable[[str], Limits],
               downsample: Callable[[str], Downsample | None]) -> LongSamples:
         partitions = [(metric, a, b) for a, b in day_partitions(start_ms, end_ms) for metric in self.fields]
-        censuses, chunks, stats = fetch_all(
+        censuses, long, stats = fetch_all(
             self.client, partitions, probe=self.census, selector=self.config.selector,
-            plan=lambda census, a, b: plan_metric(census, a, b, limits, downsample(census.metric)),
-            max_parallel=self.config.max_parallel_requests, min_span_ms=limits.interval_ms)
-        long = merge(chunks)
+            plan=lambda census, a, b: plan_metric(census, a, b, limits(census.metric), downsample(census.metric)),
+            max_parallel=self.config.max_parallel_requests,
+            min_span_ms=min(limits(metric).interval_ms for metric in self.fields))
         present = set(long.series.get_column("__name__").unique().to_list())
         self.last_report = ReadReport(
             fields_present=tuple(field for metric, field in self.fields.items() if metric in present),
