@@ -37,19 +37,14 @@ or configured one (pass that one as `connection=`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
 import dagster as dg
 import duckdb
 import great_expectations as gx
-import great_expectations.expectations as gxe
-import pandas as pd
 import polars as pl
-import sqlalchemy as sa
-from duckdb_engine import ConnectionWrapper
-from great_expectations.core.expectation_validation_result import ExpectationSuiteValidationResult
 from great_expectations.data_context.types.base import (
     DataContextConfig,
     InMemoryStoreBackendDefaults,
@@ -58,10 +53,12 @@ from great_expectations.data_context.types.base import (
 from great_expectations.exceptions.exceptions import NoAvailableBatchesError
 from sqlalchemy.dialects import postgresql
 
+from pipelines.checks.gx_duckdb import connect_parent, cursor_creator, duckdb_batch, row_count
+from pipelines.checks.gx_results import PARTIAL_VALUES_KEPT, Severity, check_result, since
+
 DEFAULT_MAX_FRAME_ROWS = 5_000_000
-PARTIAL_VALUES_KEPT = 10
 RESULT_FORMAT = {"result_format": "BASIC", "partial_unexpected_count": PARTIAL_VALUES_KEPT}
-Severity = dg.AssetCheckSeverity
+__all__ = ["DEFAULT_MAX_FRAME_ROWS", "FrameTooLargeError", "run_suite_on_duckdb", "run_suite_on_frame"]
 
 
 class FrameTooLargeError(ValueError):
@@ -89,7 +86,7 @@ def run_suite_on_frame(
     result = batch.get_batch(batch_parameters={"dataframe": frame.to_pandas()}).validate(
         suite, result_format=RESULT_FORMAT
     )
-    return _check_result(
+    return check_result(
         result, asset_key, check_name, severity, frame.height, started, {"path": "pandas"}
     )
 
@@ -121,13 +118,13 @@ def run_suite_on_duckdb(
         raise ValueError(f"sample_rows must be a positive int, got {sample_rows!r}")
     schema, _, name = table.rpartition(".")
     started = time.perf_counter()
-    parent = connection if connection is not None else _connect(database_path)
+    parent = connection if connection is not None else connect_parent(database_path)
     source = None
     try:
         source = _context().data_sources.add_sql(
             name="duckdb",
             connection_string=f"duckdb:///{database_path}",
-            kwargs={"creator": _creator(parent, schema or "main")},
+            kwargs={"creator": cursor_creator(parent, schema or "main")},
         )
         # GX knows no DuckDB dialect, so it has no SQL for regex expectations (it logs "Regex is
         # not supported" and fails them). duckdb-engine is a PostgreSQL-derived dialect and DuckDB
@@ -136,8 +133,8 @@ def run_suite_on_duckdb(
         day = where_day.isoformat() if where_day else "all"
         extra = {"path": "sql", "table": table, "day": day, "sample_rows": sample_rows}
         try:
-            batch = _duckdb_batch(source, name, day_column, where_day, sample_rows)
-            rows = _row_count(batch)
+            batch = duckdb_batch(source, name, day_column, where_day, sample_rows)
+            rows = row_count(batch)
         except NoAvailableBatchesError:  # the daily batch definition found no such day
             batch, rows = None, 0
         if batch is None or (where_day is not None and rows == 0):
@@ -145,28 +142,16 @@ def run_suite_on_duckdb(
             return dg.AssetCheckResult(
                 passed=False, asset_key=asset_key, check_name=check_name, severity=severity,
                 description=f"no rows in {table} for {day_column}={day}",
-                metadata={**extra, "evaluated_rows": 0, "run_seconds": _since(started)},
+                metadata={**extra, "evaluated_rows": 0, "run_seconds": since(started)},
             )
         result = batch.validate(suite, result_format=RESULT_FORMAT)
-        return _check_result(result, asset_key, check_name, severity, rows, started, extra)
+        return check_result(result, asset_key, check_name, severity, rows, started, extra)
     finally:
         if source is not None:
             source.get_execution_engine().engine.dispose()
             source.get_engine().dispose()
         if connection is None:
             parent.close()
-
-
-def _connect(database_path: str) -> duckdb.DuckDBPyConnection:
-    try:
-        return duckdb.connect(database_path)
-    except duckdb.ConnectionException as error:
-        if "different configuration" not in str(error):
-            raise
-        raise duckdb.ConnectionException(
-            f"{error}. This process already holds {database_path} with another configuration "
-            "(read_only or settings): pass that connection as run_suite_on_duckdb(..., connection=...)"
-        ) from error
 
 
 def _context() -> Any:
@@ -177,131 +162,3 @@ def _context() -> Any:
         progress_bars=ProgressBarsConfig(globally=False),
     )
     return gx.get_context(mode="ephemeral", project_config=config)
-
-
-class _AutocommitConnection(ConnectionWrapper):
-    """SQLAlchemy's BEGIN/COMMIT/ROLLBACK as no-ops: each (read-only) statement autocommits.
-
-    duckdb-engine BEGINs a DuckDB transaction per SQLAlchemy connection and rolls it back on close,
-    but GX fetches after closing (`execute_query(...).fetchall()`) and DuckDB drops an open result
-    set on ROLLBACK: every metric came back empty.
-    """
-
-    def begin(self) -> None:
-        return None
-
-    def commit(self) -> None:
-        return None
-
-    def rollback(self) -> None:
-        return None
-
-
-def _creator(parent: duckdb.DuckDBPyConnection, schema: str) -> Callable[[], ConnectionWrapper]:
-    """SQLAlchemy `creator`: cursors of `parent`, so no connection with a new configuration.
-
-    The schema goes on the session's search_path (a bound parameter) because duckdb-engine's
-    reflection fails here and GX's fallback column probe drops the table's schema.
-    """
-
-    def create() -> ConnectionWrapper:
-        cursor = parent.cursor()
-        cursor.execute("SET search_path = ?", [schema])
-        return _AutocommitConnection(cursor)
-
-    return create
-
-
-def _duckdb_batch(
-    source: Any, name: str, day_column: str, day: date | None, sample_rows: int | None
-) -> Any:
-    if sample_rows is None:
-        asset = source.add_table_asset(name=name, table_name=name)
-        if day is None:
-            return asset.add_batch_definition_whole_table("all").get_batch()
-        daily = asset.add_batch_definition_daily("daily", column=day_column, validate_batchable=False)
-        return daily.get_batch(batch_parameters={"year": day.year, "month": day.month, "day": day.day})
-    # GX's fluent API exposes no row sampler, so a sample is a query asset. Its text is compiled
-    # by SQLAlchemy from typed values (a checked `date`, a checked positive `int`), never
-    # formatted by hand; ordering by a hash of rowid spreads the sample over the whole day.
-    query = sa.select(sa.text("*")).select_from(sa.table(name))
-    if day is not None:
-        query = query.where(sa.column(day_column) == day)
-    query = query.order_by(sa.func.hash(sa.literal_column("rowid"))).limit(sample_rows)
-    sql = str(query.compile(dialect=source.get_engine().dialect, compile_kwargs={"literal_binds": True}))
-    asset = source.add_query_asset(name=f"{name}_sample", query=sql)
-    return asset.add_batch_definition_whole_table("all").get_batch()
-
-
-def _row_count(batch: Any) -> int:
-    counted = batch.validate(gxe.ExpectTableRowCountToBeBetween(min_value=0))
-    return int(counted.result["observed_value"])
-
-
-def _check_result(
-    result: ExpectationSuiteValidationResult,
-    asset_key: dg.AssetKey | Sequence[str],
-    check_name: str,
-    severity: Severity,
-    rows: int,
-    started: float,
-    extra: dict[str, Any],
-) -> dg.AssetCheckResult:
-    failed = [_failure(item) for item in result.results if not item.success]
-    metadata = {
-        **extra,
-        "suite": result.suite_name,
-        "expectations": len(result.results),
-        "failed_count": len(failed),
-        "failed_expectations": failed,
-        "evaluated_rows": rows,
-        "run_seconds": _since(started),
-    }
-    names = ", ".join(item["expectation"] for item in failed)
-    return dg.AssetCheckResult(
-        passed=bool(result.success), asset_key=asset_key, check_name=check_name, severity=severity,
-        description=f"failed: {names}" if failed else None, metadata=metadata,
-    )
-
-
-def _since(started: float) -> float:
-    return round(time.perf_counter() - started, 4)
-
-
-def _failure(item: Any) -> dict[str, Any]:
-    config = item.expectation_config
-    column = config.kwargs.get("column")
-    found = item.result or {}
-    failure: dict[str, Any] = {"expectation": f"{config.type}({column})" if column else config.type}
-    for key in ("unexpected_count", "unexpected_percent", "observed_value"):
-        if key in found:
-            failure[key] = _plain(found[key])
-    if "partial_unexpected_list" in found:
-        kept = found["partial_unexpected_list"][:PARTIAL_VALUES_KEPT]
-        failure["partial_unexpected_list"] = [_plain(value) for value in kept]
-    if errors := _exception_messages(item.exception_info):
-        failure["exception"] = "; ".join(errors)[:500]
-    return failure
-
-
-def _exception_messages(info: Any) -> list[str]:
-    """GX reports one error dict, or a dict of them keyed by the metric that raised."""
-    if not isinstance(info, dict):
-        return []
-    if "raised_exception" in info:
-        return [str(info.get("exception_message"))] if info["raised_exception"] else []
-    return [message for nested in info.values() for message in _exception_messages(nested)]
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-safe version of a GX observed value (numpy scalars, dates; NaN/NaT/NA -> None)."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if not isinstance(value, dict) and pd.isna(value):
-        return None
-    if isinstance(value, float):
-        return value
-    item = getattr(value, "item", None)
-    return _plain(item()) if callable(item) and not isinstance(value, (date, datetime)) else str(value)
