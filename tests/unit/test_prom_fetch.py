@@ -6,8 +6,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cardhours.sources.prometheus.decode import DecodeError
-from cardhours.sources.prometheus.fetch import Chunk, Merger, SeriesIndex, _repeat, micros, window_blocks
+from cardhours.sources.prometheus.chunks import Chunk, SeriesIndex, window_blocks
+from cardhours.sources.prometheus.decode import DecodeError, micros
+from cardhours.sources.prometheus.merge import Merger, _repeat
 from cardhours.sources.prometheus.plan import Request
 
 US = 1_000_000

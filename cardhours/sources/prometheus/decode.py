@@ -7,18 +7,11 @@ A matrix response, as Prometheus (and Thanos, Mimir: the same encoder) writes it
 
 Fast path: each series' small ``"metric"`` object is kept as its JSON text (the fetch
 parses each distinct text once per read); its ``"values"`` list is located by byte search
-(``{`` never occurs inside a values list, so the next series is one ``memchr`` away). Each
-list, without its outer brackets, is rewritten by one ``bytes.translate`` (``[`` ->
-newline, ``]`` and quotes dropped) while it is in the CPU cache and written, followed by
-``,1``, into one buffer from Arrow's memory pool::
-
-    1700000000,0.5,
-    1700000015.123,NaN,1       <- "1" marks the last row of a series
-
-which pyarrow's CSV reader parses (GIL released) into float64 columns; it reads ``NaN``,
-``+Inf``, ``-Inf`` and exponents, correctly rounded. Timestamps are decimal seconds with
-at most three decimals, so ``rint(seconds * 1000)`` is the exact millisecond.
-``benchmarks/prom_decode.py`` measures this against alternatives.
+(``{`` never occurs inside a values list, so the next series is one ``memchr`` away). The
+lists are then read by a numba kernel (``jit_values.read_lists``: int64 microseconds and
+float64 values, each exactly Python's ``float`` of the text, written straight into
+preallocated arrays with the GIL released); where it does not read the layout, pyarrow's
+CSV reader does (``csv_values.parse_values_csv``: the same result).
 
 Anything not in that exact compact layout (whitespace, other key order, native
 histograms) goes to :func:`decode_matrix_json`, a plain ``json.loads`` decoder that gives
@@ -31,30 +24,16 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
+
+from cardhours.sources.prometheus.csv_values import (  # noqa: F401  (csv_text: benchmarks/prom_decode.py)
+    Bounds, csv_text, micros, parse_values_csv, pooled,
+)
+from cardhours.sources.prometheus.errors import DecodeError
+from cardhours.sources.prometheus.scratch import Scratch
 
 SUCCESS_MATRIX = b'{"status":"success","data":{"resultType":"matrix","result":['
 METRIC = b'{"metric":'
 VALUES = b',"values":['
-SERIES_END = b",1"  # joins values lists: marks the last CSV row of each series
-TO_CSV = bytes.maketrans(b"[", b"\n")
-TO_CSV_DROP = b'"]'
-_READ = pacsv.ReadOptions(column_names=["t", "v", "last"], block_size=1 << 22)
-_PARSE = pacsv.ParseOptions(quote_char=False)
-_CONVERT = pacsv.ConvertOptions(column_types={"t": pa.float64(), "v": pa.float64(), "last": pa.int8()},
-                                null_values=[""])
-
-
-class DecodeError(ValueError):
-    """The response is not a successful matrix (or series list); ``error_type``/``error`` when the
-    server said why."""
-
-    def __init__(self, message: str, error_type: str | None = None, error: str | None = None) -> None:
-        super().__init__(message)
-        self.error_type = error_type
-        self.error = error
 
 
 @dataclass(frozen=True)
@@ -107,9 +86,6 @@ def _load_success(body: bytes) -> dict:
     if doc.get("warnings"):
         raise DecodeError(f"server returned warnings (the data may be partial): {doc['warnings']}")
     return doc
-
-
-Bounds = list[tuple[int, int]]  # (start, end) of each series' values list in the body, outer brackets excluded
 
 
 def _scan(body: bytes) -> tuple[list[bytes], Bounds] | None:
@@ -165,60 +141,29 @@ def _locate(body: bytes) -> tuple[list[dict[str, str]], list[memoryview], list[b
     return labels, [view[a:b] for a, b in bounds], [a == b for a, b in bounds]
 
 
-def csv_text(lists: list[memoryview]) -> bytes:
-    """Values lists (``[t,"v"],[t,"v"]``, outer brackets removed) as ``t,v,`` rows, the last
-    row of each list ending in ``1``; the text starts with an empty line (pyarrow skips it).
-    The same text as :func:`csv_rows`, as a new ``bytes`` (two passes: join, translate)."""
-    return SERIES_END.join([*lists, b""]).translate(TO_CSV, TO_CSV_DROP)
+def parse_values(body: bytes, bounds: Bounds, shift_ms: int = 0,
+                 scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(samples per list, timestamps as int64 microseconds less ``shift_ms``, values) of the
+    values lists ``body[start:end]`` (none empty): :func:`jit_values.read_lists`, or
+    :func:`parse_values_csv` when that kernel does not read the layout. The kernel's arrays
+    come from ``scratch`` when given (else Arrow's pool)."""
+    from cardhours.sources.prometheus import jit_values  # imports numba (about 0.7 s): only when decoding
 
+    take = pooled if scratch is None else scratch.take
 
-def csv_rows(body: bytes, bounds: Bounds) -> pa.Buffer:
-    """The values lists ``body[start:end]`` (none empty) as the CSV rows of :func:`csv_text`,
-    written list by list into one buffer from Arrow's memory pool: unlike a new ``bytes`` of
-    the whole text (fresh pages from the OS, zeroed on first touch, each time), the pool's
-    memory is reused from one response to the next. Each list is translated on its own,
-    while it is in the CPU cache."""
-    buffer = pa.allocate_buffer(sum(b - a for a, b in bounds) + len(SERIES_END) * len(bounds))
-    out = memoryview(buffer).cast("B")
-    pos = 0
-    for a, b in bounds:
-        rows = body[a:b].translate(TO_CSV, TO_CSV_DROP)
-        end = pos + len(rows)
-        out[pos:end] = rows
-        pos = end + len(SERIES_END)
-        out[end:pos] = SERIES_END
-    return buffer.slice(0, pos)
-
-
-def parse_values(body: bytes, bounds: Bounds, threads: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(samples per list, timestamps in seconds, values) of the values lists ``body[start:end]``
-    (none empty).
-
-    Single-threaded (the default), the text is parsed as one block, so both float64 columns
-    come out of Arrow without a copy; the fetch runs several of these at once. ``threads``
-    lets pyarrow cut the text into 4 MiB blocks parsed on its own thread pool."""
-    text = csv_rows(body, bounds)
-    read = _READ if threads else pacsv.ReadOptions(column_names=_READ.column_names, use_threads=False,
-                                                   block_size=text.size + 1)
-    table = pacsv.read_csv(pa.BufferReader(text), read_options=read, parse_options=_PARSE, convert_options=_CONVERT)
-    del text
-    if table.column("t").null_count or table.column("v").null_count:
-        raise DecodeError("a sample without a timestamp or value in the values lists")
-    ends = pc.indices_nonzero(pc.is_valid(table.column("last"))).to_numpy().astype(np.int64)
-    if len(ends) != len(bounds) or (len(ends) and ends[-1] != table.num_rows - 1):
-        raise DecodeError(f"{len(bounds)} series but {len(ends)} series ends in the values lists")
-    return np.diff(ends, prepend=-1), _column(table, "t"), _column(table, "v")
-
-
-def _column(table: pa.Table, name: str) -> np.ndarray:
-    column = table.column(name)
-    return (column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()).to_numpy()
-
-
-def to_ms(seconds: np.ndarray) -> np.ndarray:
-    """Decimal seconds with at most three decimals -> exact int64 milliseconds."""
-    ms = np.multiply(seconds, 1000.0)
-    return np.rint(ms, out=ms).astype(np.int64)
+    starts = np.fromiter((a for a, _ in bounds), np.int64, len(bounds))
+    ends = np.fromiter((b for _, b in bounds), np.int64, len(bounds))
+    room = jit_values.max_samples(starts, ends)
+    ts_us, values, counts = take(room, np.int64), take(room, np.float64), np.empty(len(bounds), np.int64)
+    slow = np.empty((max(1024, room // 64), 3), np.int64)
+    status, n, n_slow, _ = jit_values.read_lists(np.frombuffer(body, np.uint8), jit_values.words_of(body), starts, ends,
+                                                 shift_ms, ts_us, values, counts, slow)
+    if status == jit_values.OK and jit_values.finish_slow(body, slow[:n_slow], values):
+        return counts, ts_us[:n], values[:n]
+    if scratch is not None:
+        scratch.give(ts_us, values)
+    counts, seconds, values = parse_values_csv(body, bounds)
+    return counts, micros(seconds, shift_ms), values
 
 
 @dataclass(frozen=True)
@@ -228,7 +173,7 @@ class Columns:
 
     texts: list[bytes]
     counts: np.ndarray  # int64 per series
-    seconds: np.ndarray  # float64 timestamps as sent: decimal seconds, at most three decimals
+    ts_us: np.ndarray  # int64 microseconds since the epoch, less the ``shift_ms`` asked for
     values: np.ndarray  # float64
 
 
@@ -241,12 +186,13 @@ def decode_matrix(body: bytes) -> Matrix:
         labels = [parse_labels(text) for text in columns.texts]
     except ValueError:
         return decode_matrix_json(body)
-    return Matrix(labels, columns.counts, to_ms(columns.seconds), columns.values)
+    return Matrix(labels, columns.counts, columns.ts_us // 1000, columns.values)
 
 
-def decode_columns(body: bytes) -> Columns | Matrix:
-    """:class:`Columns` of a matrix response in the compact layout, else the
-    :func:`decode_matrix_json` result (or its DecodeError)."""
+def decode_columns(body: bytes, shift_ms: int = 0, scratch: Scratch | None = None) -> Columns | Matrix:
+    """:class:`Columns` of a matrix response in the compact layout (timestamps less
+    ``shift_ms``; arrays from ``scratch`` when given), else the :func:`decode_matrix_json`
+    result (or its DecodeError; unshifted)."""
     if not body.startswith(SUCCESS_MATRIX):
         return decode_matrix_json(body)
     scanned = _scan(body)
@@ -255,10 +201,10 @@ def decode_columns(body: bytes) -> Columns | Matrix:
     texts, bounds = scanned
     full = [(a, b) for a, b in bounds if a < b]
     if not full:
-        return Columns([], np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros(0, np.float64))
+        return Columns([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
     if len(full) < len(texts):
         texts = [text for text, (a, b) in zip(texts, bounds) if a < b]
-    return Columns(texts, *parse_values(body, full))
+    return Columns(texts, *parse_values(body, full, shift_ms, scratch))
 
 
 def decode_matrix_json(body: bytes) -> Matrix:

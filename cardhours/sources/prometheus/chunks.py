@@ -1,0 +1,112 @@
+"""What one answered request becomes before merging: series ids and blocks of samples.
+
+Each worker thread decodes its response right away into the columns it will be merged
+from: series ids from a read-wide :class:`SeriesIndex` (a label set's JSON text is parsed
+once per read, not once per chunk), timestamps as int64 microseconds, values as float64,
+and per series one block ``(offset, length)`` of the samples inside the request's window
+(samples are not copied to cut the window: a range selector's extra edge samples are only
+trimmed off the blocks; that needs each series' samples in time order, which is checked,
+and a chunk where they are not is cut by copying: :func:`window_blocks`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
+
+from cardhours.sources.prometheus.decode import DecodeError, parse_labels
+from cardhours.sources.prometheus.plan import Request
+
+
+SeriesKey = tuple[str, ...]  # (metric name, then each label's name and value, in label-name order)
+
+
+class SeriesIndex:
+    """The label sets of one read, each with an id in first-seen order; shared by the worker
+    threads. A label set's JSON text (Prometheus writes a series' labels the same way in every
+    answer) is parsed once per read.
+
+    Keys order series as Prometheus does (by label name, then value, label after label); they
+    are flat tuples, one object per series, so a read of many series leaves the garbage
+    collector little to walk."""
+
+    def __init__(self) -> None:
+        self.keys: list[SeriesKey] = []
+        self.labels: list[dict[str, str]] = []
+        self._by_key: dict[SeriesKey, int] = {}
+        self._by_text: dict[str, dict[bytes, int]] = {}
+        self._lock = threading.Lock()
+
+    def ids(self, metric: str, series: Sequence[bytes] | Sequence[Mapping[str, str]]) -> np.ndarray:
+        """Ids of ``series`` (``"metric"`` JSON texts, or parsed label sets) read for ``metric``.
+        A series without ``__name__`` (aggregations drop it) is named ``metric``; one named
+        otherwise is an answer to another question: DecodeError."""
+        with self._lock:
+            known = self._by_text.setdefault(metric, {})
+        ids = np.empty(len(series), np.int64)
+        for i, one in enumerate(series):
+            if isinstance(one, bytes):
+                found = known.get(one)
+                if found is None:
+                    try:
+                        labels = parse_labels(one)
+                    except ValueError as exc:
+                        raise DecodeError(str(exc)) from exc
+                    found = known[one] = self._register(metric, labels)
+                ids[i] = found
+            else:
+                ids[i] = self._register(metric, one)
+        return ids
+
+    def _register(self, metric: str, labels: Mapping[str, str]) -> int:
+        name = labels.get("__name__")
+        if name is None:
+            labels = {"__name__": metric, **labels}
+        elif name != metric:
+            raise DecodeError(f"asked for {metric}, the answer has a series of {name}")
+        key = (metric, *chain.from_iterable(sorted(labels.items())))
+        with self._lock:
+            found = self._by_key.get(key)
+            if found is None:
+                found = self._by_key[key] = len(self.keys)
+                self.keys.append(key)
+                self.labels.append(dict(labels))
+        return found
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One answered request: series ``ids[i]`` owns ``ts_us``/``values`` positions
+    ``offsets[i] : offsets[i] + lengths[i]``, its samples inside the request's window."""
+
+    request: Request
+    ids: np.ndarray  # int64 SeriesIndex ids
+    offsets: np.ndarray  # int64
+    lengths: np.ndarray  # int64; 0 when none of the series' samples is in the window
+    ts_us: np.ndarray  # int64 microseconds since the epoch (bucket starts when downsampled)
+    values: np.ndarray  # float64
+    n_bytes: int
+
+    def samples(self) -> tuple[np.ndarray, np.ndarray]:
+        """The window's (ts_us, values), series after series."""
+        pieces = [slice(o, o + n) for o, n in zip(self.offsets.tolist(), self.lengths.tolist()) if n]
+        if not pieces:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        return (np.concatenate([self.ts_us[p] for p in pieces]), np.concatenate([self.values[p] for p in pieces]))
+
+
+
+def window_blocks(ts_us: np.ndarray, counts: np.ndarray, start_us: int,
+                  end_us: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(offset, length) per series of its samples in ``[start_us, end_us)``; None when a
+    series' timestamps are out of order (then only a copy can cut the window). One compiled
+    pass (``jit_values.window_spans``)."""
+    from cardhours.sources.prometheus.jit_values import window_spans  # imports numba: only when decoding
+
+    offsets, lengths = np.empty(len(counts), np.int64), np.empty(len(counts), np.int64)
+    ts_us, counts = np.ascontiguousarray(ts_us, np.int64), np.ascontiguousarray(counts, np.int64)
+    return (offsets, lengths) if window_spans(ts_us, counts, start_us, end_us, offsets, lengths) else None

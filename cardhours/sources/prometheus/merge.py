@@ -1,0 +1,148 @@
+"""Answered chunks -> LongSamples, one metric at a time.
+
+Merging is per metric and starts as soon as a metric's last request is answered, while
+the other metrics are still being fetched, so only the last metric's merge and a
+zero-copy concatenation remain after the last response. ``series_id`` is the rank of the
+label set over the whole read, ordered by metric name and then by the label set as
+Prometheus orders series, so a series read in several chunks keeps one id and the output
+(sorted by ``series_id, ts``) does not depend on which request finished first. Within a
+metric, chunks are disjoint in time or in series, so ordering blocks by ``(series_id,
+chunk start)`` is a full sort; runs of blocks already adjacent in one chunk are copied at
+once, into arrays from the read's :class:`scratch.Scratch` (the merged chunks' own buffers
+go back to it). The samples frame holds one Arrow chunk per metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from cardhours.sources.prometheus import SAMPLES_SCHEMA, LongSamples
+from cardhours.sources.prometheus.chunks import Chunk, SeriesIndex, SeriesKey
+from cardhours.sources.prometheus.decode import pooled
+from cardhours.sources.prometheus.scratch import Scratch
+
+Take = Callable[[int, type[np.generic]], np.ndarray]  # (items, dtype) -> an uninitialized array
+
+
+@dataclass(frozen=True)
+class MetricSamples:
+    """One metric's samples in output order; ``series_id`` still counts from 0 within the metric."""
+
+    ids: np.ndarray  # SeriesIndex ids in rank order
+    series_id: np.ndarray  # uint32 per sample
+    ts_us: np.ndarray
+    values: np.ndarray
+
+
+class Merger:
+    """Chunks in, LongSamples out: ``add`` each answered chunk, ``close`` a metric once all of
+    its chunks are in (merges it, then gives the chunks' arrays back to ``scratch``, the
+    read's memory, for the chunks and merges still to come), ``result`` at the end."""
+
+    def __init__(self, index: SeriesIndex | None = None, scratch: Scratch | None = None) -> None:
+        self.index = SeriesIndex() if index is None else index
+        self.scratch = Scratch() if scratch is None else scratch
+        self._open: dict[str, list[Chunk]] = {}
+        self._merged: dict[str, MetricSamples] = {}
+
+    def add(self, chunk: Chunk) -> None:
+        self._open.setdefault(chunk.request.metric, []).append(chunk)
+
+    def close(self, metric: str) -> None:
+        chunks = self._open.pop(metric, [])
+        if metric in self._merged:
+            raise RuntimeError(f"metric {metric} merged twice")
+        merged = merge_metric(chunks, self.index.keys, self.scratch.take)
+        # merge_metric copied every sample into new arrays: nothing reads the chunks' any more
+        self.scratch.give(*(array for chunk in chunks for array in (chunk.ts_us, chunk.values)))
+        if merged is not None:
+            self._merged[metric] = merged
+
+    def result(self) -> LongSamples:
+        for metric in list(self._open):
+            self.close(metric)
+        parts = [self._merged.pop(metric) for metric in sorted(self._merged)]
+        if not parts:
+            return LongSamples.empty()
+        n_series = sum(len(part.ids) for part in parts)
+        if n_series > np.iinfo(np.uint32).max:
+            raise ValueError(f"{n_series} series do not fit a UInt32 series_id")
+        frames, first = [], 0
+        for part in parts:  # ids of a metric follow those of the metrics before it
+            if first:
+                np.add(part.series_id, first, out=part.series_id)
+            first += len(part.ids)
+            frames.append(pl.DataFrame({"series_id": part.series_id, "ts": pl.Series(part.ts_us).cast(pl.Datetime("us")),
+                                        "value": part.values}, schema=SAMPLES_SCHEMA))
+        labels = self.index.labels
+        series = _series_frame([labels[i] for part in parts for i in part.ids.tolist()])
+        return LongSamples(series, pl.concat(frames, rechunk=False))
+
+
+def merge_metric(chunks: list[Chunk], keys: Sequence[SeriesKey], take: Take = pooled) -> MetricSamples | None:
+    """One metric's chunks in output order: series by label set, then samples by time; new
+    arrays from ``take``."""
+    chunks = [c for c in chunks if len(c.ids)]
+    if not chunks:
+        return None
+    ids = np.concatenate([c.ids for c in chunks])
+    length = np.concatenate([c.lengths for c in chunks])
+    offset = np.concatenate([c.offsets for c in chunks])
+    which = np.repeat(np.arange(len(chunks)), [len(c.ids) for c in chunks])
+    start = np.repeat(np.array([c.request.start_ms for c in chunks], np.int64), [len(c.ids) for c in chunks])
+    alive = length > 0
+    if not alive.any():
+        return None
+    if not alive.all():
+        ids, length, offset, which, start = ids[alive], length[alive], offset[alive], which[alive], start[alive]
+    present = np.unique(ids)
+    ranked = np.array(sorted(present.tolist(), key=keys.__getitem__), np.int64)
+    rank = np.empty(int(present[-1]) + 1, np.int64)
+    rank[ranked] = np.arange(len(ranked))
+    local = rank[ids]
+    blocks = np.lexsort((start, local))
+    which, offset, length = which[blocks], offset[blocks], length[blocks]
+    ts, values = _gather(chunks, which, offset, length, take)
+    return MetricSamples(ranked, _repeat(local[blocks], length, take), ts, values)
+
+
+def _series_frame(label_sets: list[dict[str, str]]) -> pl.DataFrame:
+    names = sorted({name for labels in label_sets for name in labels} - {"__name__"})
+    frame = pl.from_dicts(label_sets, schema={"__name__": pl.String, **dict.fromkeys(names, pl.String)})
+    return frame.select(pl.Series("series_id", np.arange(len(label_sets), dtype=np.uint32)), "__name__", *names)
+
+
+def _gather(chunks: list[Chunk], which: np.ndarray, offset: np.ndarray, length: np.ndarray,
+            take: Take = pooled) -> tuple[np.ndarray, np.ndarray]:
+    """Blocks (chunk, offset, length) copied in order into new arrays; adjacent blocks of one
+    chunk as one run."""
+    new_run = np.ones(len(which), bool)
+    new_run[1:] = (which[1:] != which[:-1]) | (offset[1:] != offset[:-1] + length[:-1])
+    starts = np.flatnonzero(new_run)
+    sizes = np.add.reduceat(length, starts) if len(starts) else starts
+    runs = zip(which[starts].tolist(), offset[starts].tolist(), (offset[starts] + sizes).tolist())
+    ts_pieces, value_pieces = [], []
+    for w, lo, hi in runs:
+        chunk = chunks[w]
+        ts_pieces.append(chunk.ts_us[lo:hi])
+        value_pieces.append(chunk.values[lo:hi])
+    total = int(length.sum())
+    ts, values = take(total, np.int64), take(total, np.float64)
+    np.concatenate(ts_pieces, out=ts)
+    np.concatenate(value_pieces, out=values)
+    return ts, values
+
+
+def _repeat(ranks: np.ndarray, length: np.ndarray, take: Take = pooled) -> np.ndarray:
+    """``np.repeat(ranks, length)`` as uint32 in memory from ``take`` (``ranks`` ascending, lengths > 0)."""
+    out = take(int(length.sum()), np.uint32)
+    out.fill(0)
+    starts = np.cumsum(length[:-1])
+    out[0] = ranks[0]
+    out[starts] = np.diff(ranks)
+    np.cumsum(out, dtype=np.uint32, out=out)
+    return out
