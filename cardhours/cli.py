@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -63,6 +63,7 @@ def simulate(
     step: Annotated[int, typer.Option(min=1, help="Sample spacing in seconds.")] = 30,
     metrics_format: Annotated[str, typer.Option(help="parquet, om (OpenMetrics for promtool) or both.")] = "both",
     cluster: Annotated[str, typer.Option(help="Cluster name.")] = "sim",
+    kube: Annotated[bool, typer.Option("--kube", help="Add a Kubernetes node pool: kube_state.om, truth_pods.parquet.")] = False,
 ) -> None:
     """Write a simulated cluster's inputs: metrics, sacct.txt, a config and truth.parquet."""
     from cardhours.simulate.run import simulate as run_simulation
@@ -77,7 +78,7 @@ def simulate(
             progress.update(task, description=stage, completed=done, total=total)
 
         result = run_simulation(out_dir, gpus=gpus, days=days, start=first, seed=seed, step_seconds=step,
-                                metrics_format=metrics_format, cluster=cluster, progress=report)
+                                metrics_format=metrics_format, cluster=cluster, progress=report, kube=kube)
     out.print(f"simulated {days} days of {gpus} GPUs into {out_dir}", highlight=False)
     for name, path in result.paths().items():
         out.print(f"  {name}: {path}", highlight=False)
@@ -110,6 +111,40 @@ def _run_month(config_path: Path, settings: Config, month: str) -> None:
     out.print(f"month {outputs.month}: {outputs.days} daily partitions + monthly marts", highlight=False)
     out.print(f"  warehouse: {outputs.warehouse}", highlight=False)
     out.print(f"  review:    {outputs.review}", highlight=False)
+
+
+@app.command()
+def close(
+    config: Annotated[Path, typer.Option("--config", help="The TOML config file.")],
+    month: Annotated[str, typer.Option(help="Billing month to close, YYYY-MM (UTC).", callback=_month)],
+) -> None:
+    """Close a billing month: freeze its chargeback rows in the ledger. Later changes to it become
+    Correction rows in the next open month; there is no reopen. Exit 1 if it cannot be closed."""
+    from cardhours.ledger import CloseError, close_month
+    from warehouse import MigrationError, connect
+
+    settings = _load_or_exit(config)
+    if not settings.warehouse.path.is_file():
+        console.print(f"[red]not closed[/red]: no warehouse at {settings.warehouse.path}; run the month first", highlight=False)
+        raise typer.Exit(1)
+    try:
+        conn = connect(settings.warehouse.path)
+    except MigrationError as exc:
+        console.print(f"[red]not closed[/red]: warehouse {settings.warehouse.path}: {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    try:
+        result = close_month(conn, date.fromisoformat(f"{month}-01"), datetime.now(UTC).replace(tzinfo=None, microsecond=0))
+    except CloseError as exc:
+        console.print(f"[red]not closed[/red]: {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    finally:
+        conn.close()
+    state = f"was already closed at {result.closed_at:%Y-%m-%d %H:%M:%S}Z; ledger unchanged" if result.already else "closed"
+    out.print(f"month {month} {state}: {result.focus_rows} FOCUS rows, {result.job_lines} job lines, "
+              f"billed {result.billed_cost} {settings.rates.currency}", highlight=False)
+    out.print(f"  ledger:    marts.chargeback_ledger in {settings.warehouse.path}", highlight=False)
+    for name in ("chargeback_focus.csv", "chargeback_focus.parquet", "chargeback_jobs.csv"):
+        out.print(f"  export:    {settings.reports.dir / month / name}", highlight=False)
 
 
 @app.command()
@@ -157,6 +192,36 @@ def bench_ingest(
             result = run_ingest_bench(gpus=gpus, hours=hours, step_seconds=step, workdir=workdir, keep=keep,
                                       rounds=rounds, progress=report,
                                       say=lambda text: console.print(text, highlight=False))
+        except BenchError as exc:
+            console.print(f"[red]bench failed[/red]: {exc}", highlight=False)
+            raise typer.Exit(1) from exc
+    print_report(result, out)
+
+
+@bench_app.command("marts")
+def bench_marts(
+    gpus: Annotated[int, typer.Option(min=8, help="Simulated GPUs (whole 8-GPU nodes).")] = 1000,
+    days: Annotated[int, typer.Option(min=1, help="Days of landed data, from 2026-09-01.")] = 30,
+    step: Annotated[int, typer.Option(min=1, help="Sample spacing in seconds.")] = 15,
+    workdir: Annotated[Path | None, typer.Option(help="Work directory, reused across runs (default: a new temporary one).")] = None,
+    keep: Annotated[bool, typer.Option(help="Keep the work directory afterwards.")] = False,
+    rounds: Annotated[int, typer.Option(min=1, help="Timed builds (the fastest counts).")] = 1,
+    compare_joins: Annotated[bool, typer.Option(help="Also time the attribution SQL with each join.")] = True,
+) -> None:
+    """Land simulated days (untimed), then time building the month's job runs, attribution and
+    marts through Dagster. The last line printed is the result as JSON."""
+    from cardhours.bench.marts import BenchError, print_report, run_marts_bench
+
+    with _progress() as progress:
+        task = progress.add_task("bench", total=None)
+
+        def report(stage: str, done: int, total: int) -> None:
+            progress.update(task, description=stage, completed=done, total=total or None)
+
+        try:
+            result = run_marts_bench(gpus=gpus, days=days, step_seconds=step, workdir=workdir, keep=keep,
+                                     rounds=rounds, compare_joins=compare_joins, progress=report,
+                                     say=lambda text: console.print(text, highlight=False))
         except BenchError as exc:
             console.print(f"[red]bench failed[/red]: {exc}", highlight=False)
             raise typer.Exit(1) from exc

@@ -2,13 +2,17 @@
 
 The config file comes from ``CARDHOURS_CONFIG`` when a run starts (an ``EnvVar``: read at
 run time, not at import), or from ``build_definitions(path)`` when the CLI drives a run.
+The monthly schedule reads ``[schedule]`` (timezone, hour) from the same file at each tick.
 """
 
 from __future__ import annotations
 
 from dagster import Definitions, EnvVar
 
+from pipelines.assets.chargeback import CHARGEBACK_ASSETS
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
+from pipelines.assets.kube import raw_kube_series, stg_kube__jobs_asset, stg_kube__pods_asset
+from pipelines.assets.intermediate import int_gpu_minutes_attributed_asset
 from pipelines.assets.marts import (
     fct_gpu_hourly_asset,
     fct_job_usage_asset,
@@ -16,14 +20,16 @@ from pipelines.assets.marts import (
     mart_department_monthly_asset,
 )
 from pipelines.assets.reports import review_html
+from pipelines.assets.review import fct_job_flags_asset, mart_user_monthly_asset
 from pipelines.assets.staging import (
     stg_dcgm__field_presence_asset,
     stg_dcgm__gpu_hourly_asset,
     stg_dcgm__gpu_minutely_asset,
     stg_slurm__jobs_asset,
 )
-from pipelines.jobs import daily_ingest_job, daily_ingest_schedule, monthly_review_job, monthly_review_schedule
+from pipelines.jobs import daily_ingest_job, daily_ingest_schedule, monthly_review_job
 from pipelines.resources import CardhoursResource
+from pipelines.schedules import monthly_review_schedule
 
 ASSETS = [
     raw_dcgm_samples,
@@ -32,11 +38,18 @@ ASSETS = [
     stg_dcgm__gpu_minutely_asset,
     stg_dcgm__field_presence_asset,
     stg_slurm__jobs_asset,
+    raw_kube_series,
+    stg_kube__pods_asset,
+    stg_kube__jobs_asset,
+    int_gpu_minutes_attributed_asset,
     fct_job_usage_asset,
     fct_gpu_hourly_asset,
     mart_department_monthly_asset,
     mart_cluster_monthly_asset,
+    fct_job_flags_asset,
+    mart_user_monthly_asset,
     review_html,
+    *CHARGEBACK_ASSETS,
 ]
 
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from dagster import AssetSelection, build_schedule_from_partitioned_job, define_asset_job
+
+from cardhours.config.schedule import DAILY_INGEST_UTC
+from pipelines.partitions import PARTITIONS_START
 
 
 DAILY_GROUPS = AssetSelection.assets(
@@ -11,8 +16,12 @@ DAILY_GROUPS = AssetSelection.assets(
     ["staging", "stg_dcgm__gpu_hourly"],
     ["staging", "stg_dcgm__gpu_minutely"],
     ["staging", "stg_dcgm__field_presence"],
+    ["raw", "kube_series"],
 )
-MONTHLY_GROUPS = AssetSelection.groups("marts", "reports") | AssetSelection.assets(["staging", "stg_slurm__jobs"])
+MONTHLY_GROUPS = AssetSelection.groups("marts", "reports", "chargeback") | AssetSelection.assets(
+    ["staging", "stg_slurm__jobs"], ["intermediate", "int_gpu_minutes_attributed"],
+    ["staging", "stg_kube__pods"], ["staging", "stg_kube__jobs"],
+)
 
 daily_ingest_job = define_asset_job(
     "daily_ingest",
@@ -27,6 +36,15 @@ monthly_review_job = define_asset_job(
 )
 
 # 02:30 UTC: the previous day is complete in Prometheus and in slurmdbd.
-daily_ingest_schedule = build_schedule_from_partitioned_job(daily_ingest_job, hour_of_day=2, minute_of_hour=30)
-# The 1st of the month 06:00 UTC, after the last day's ingest: ready for the review meeting.
-monthly_review_schedule = build_schedule_from_partitioned_job(monthly_review_job, day_of_month=1, hour_of_day=6)
+daily_ingest_schedule = build_schedule_from_partitioned_job(
+    daily_ingest_job, hour_of_day=DAILY_INGEST_UTC.hour, minute_of_hour=DAILY_INGEST_UTC.minute
+)
+
+
+def review_month_key(execution_time: datetime) -> str | None:
+    """The monthly partition a tick at ``execution_time`` runs: the UTC month before the
+    tick's UTC month (``ScheduleConfig`` keeps ticks after that month's last ingest)."""
+    utc = execution_time.astimezone(timezone.utc) if execution_time.tzinfo else execution_time
+    year, month = (utc.year, utc.month - 1) if utc.month > 1 else (utc.year - 1, 12)
+    key = f"{year:04d}-{month:02d}-01"
+    return key if key >= PARTITIONS_START else None

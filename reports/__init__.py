@@ -1,6 +1,16 @@
-"""Pure reports: marts (polars frames) -> plotly figures -> one self-contained HTML page."""
+"""Pure reports: marts (polars frames) -> plotly figures -> self-contained HTML pages."""
 
+from reports.data import ReviewInputs, ReviewSettings, build_inputs
+from reports.department_page import render_department_pages
 from reports.review import render_review
-from reports.write import write_review
+from reports.write import write_department_pages, write_review
 
-__all__ = ["render_review", "write_review"]
+__all__ = [
+    "ReviewInputs",
+    "ReviewSettings",
+    "build_inputs",
+    "render_department_pages",
+    "render_review",
+    "write_department_pages",
+    "write_review",
+]

@@ -29,7 +29,7 @@ def department_label(department: str | None, cluster: str | None = None) -> str:
     return label if cluster is None else f"{label} · {cluster}"
 
 
-def _base_layout(height: int, x_title: str, y_title: str = "") -> dict:
+def base_layout(height: int, x_title: str, y_title: str = "") -> dict:
     return dict(
         template="plotly_white",
         width=FIG_WIDTH,
@@ -72,7 +72,7 @@ def department_hours_figure(departments: pl.DataFrame) -> go.Figure:
                 hovertemplate=f"%{{customdata}}<br>{name}: %{{x:,.1f}} GPU-hours<extra></extra>",
             )
         )
-    fig.update_layout(**_base_layout(max(260, 90 + 26 * rows.height), "GPU-hours"))
+    fig.update_layout(**base_layout(max(260, 90 + 26 * rows.height), "GPU-hours"))
     fig.update_layout(barmode="stack", legend_traceorder="normal")
     fig.update_yaxes(tickmode="array", tickvals=keys, ticktext=labels)
     return fig
@@ -122,7 +122,7 @@ def utilization_histogram_figure(jobs: pl.DataFrame, bin_pct: int = 5) -> go.Fig
                 ),
             )
         )
-    fig.update_layout(**_base_layout(360, "job utilization (%)", "GPU-hours"))
+    fig.update_layout(**base_layout(360, "job utilization (%)", "GPU-hours"))
     fig.update_layout(barmode="stack", bargap=0, showlegend=len(clusters) > 1)
     fig.update_xaxes(range=[0, 100], dtick=10)
     return fig

@@ -9,17 +9,32 @@ department and cluster names are all user-controlled).
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import plotly.graph_objects as go
 import polars as pl
 from plotly.offline import get_plotlyjs
 
-NA = "n/a"
+from reports.fmt import (  # re-exported: the sections import them from here
+    NA,
+    fmt_datetime,
+    fmt_float,
+    fmt_int,
+    fmt_minutes,
+    fmt_pct,
+    fmt_text,
+    fmt_trimmed,
+)
+from reports.style import PAGE_CSS
+
+__all__ = [
+    "NA", "Column", "Html", "Section", "cell", "esc", "esc_plotly", "figure_html", "fmt_datetime",
+    "fmt_float", "fmt_int", "fmt_minutes", "fmt_pct", "fmt_text", "fmt_trimmed", "join", "link",
+    "paragraph", "render_page", "render_table", "tag",
+]  # fmt: skip
+
 FIGURE_CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -55,44 +70,14 @@ def paragraph(text: str, **attrs: str) -> Html:
     return tag("p", text, **attrs)
 
 
-# -- number formatting (value -> plain text; escaping happens where it is placed) --
+def link(text: Any, href: str) -> Html:
+    """An ``<a>`` to a relative page of the same report set (text and href escaped)."""
+    return tag("a", text, href=href)
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and not math.isfinite(value))
-
-
-def fmt_text(value: Any) -> str:
-    return NA if value is None else str(value)
-
-
-def fmt_int(value: Any) -> str:
-    return NA if _missing(value) else f"{round(value):,}"
-
-
-def fmt_float(value: Any, decimals: int = 1) -> str:
-    return NA if _missing(value) else f"{value:,.{decimals}f}"
-
-
-def fmt_trimmed(value: Any, decimals: int = 2) -> str:
-    """1.0 -> "1", 0.375 -> "0.38": for counts that may be fractional (MIG GPUs)."""
-    if _missing(value):
-        return NA
-    text = f"{value:,.{decimals}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def fmt_pct(ratio: Any, decimals: int = 1) -> str:
-    """A 0-1 ratio as a percentage."""
-    return NA if _missing(ratio) else f"{ratio * 100:,.{decimals}f}%"
-
-
-def fmt_minutes(seconds: Any) -> str:
-    return NA if _missing(seconds) else f"{seconds / 60:,.1f}"
-
-
-def fmt_datetime(value: datetime | None) -> str:
-    return NA if value is None else value.strftime("%Y-%m-%d %H:%M")
+def cell(value: Any) -> Html:
+    """Table cell content: ``Html`` from these helpers as it is, anything else escaped."""
+    return value if isinstance(value, Html) else esc(value)
 
 
 # -- tables --
@@ -130,7 +115,7 @@ def render_table(
     rows = []
     for row in frame.iter_rows(named=True):
         cells = join(
-            tag("td", col.fmt(row[col.key]), class_=col.css)
+            Html(f'<td class="{esc(col.css)}">{cell(col.fmt(row[col.key]))}</td>')
             for col in columns
         )
         css = row_class(row) if row_class else None
@@ -181,10 +166,16 @@ def _plotlyjs() -> str:
     return bundle
 
 
-def render_page(title: str, subtitle: str, sections: Sequence[Section]) -> Html:
-    """A complete, self-contained HTML document: inline CSS and plotly.js, no network."""
+def render_page(
+    title: str, subtitle: str, sections: Sequence[Section], links: Sequence[Html] = ()
+) -> Html:
+    """A complete, self-contained HTML document: inline CSS and plotly.js, no network.
+
+    ``links`` go before the section index (e.g. back to the review from a department page).
+    """
     nav = join(
-        Html(f'<li><a href="#{esc(s.id)}">{esc(s.title)}</a></li>') for s in sections
+        [Html(f"<li>{a}</li>") for a in links]
+        + [Html(f'<li><a href="#{esc(s.id)}">{esc(s.title)}</a></li>') for s in sections]
     )
     body = join(s.render() for s in sections)
     return Html(
@@ -197,48 +188,3 @@ def render_page(title: str, subtitle: str, sections: Sequence[Section]) -> Html:
         f"</head><body><header>{tag('h1', title)}{paragraph(subtitle, class_='subtitle')}"
         f'<nav><ul>{nav}</ul></nav></header><main>{body}</main></body></html>\n'
     )
-
-
-PAGE_CSS = """
-:root { color-scheme: light; }
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
-  color: #1b1f24; background: #fff; margin: 0 auto; max-width: 1280px; padding: 1.5rem;
-  line-height: 1.45; font-size: 15px; }
-h1 { font-size: 1.6rem; margin: 0 0 .25rem; }
-h2 { font-size: 1.25rem; border-bottom: 2px solid #d0d7de; padding-bottom: .2rem; }
-.subtitle { color: #57606a; margin: 0 0 .75rem; }
-nav ul { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
-nav a { color: #0b5cad; }
-section.block { margin: 2rem 0; }
-table { border-collapse: collapse; width: 100%; font-size: .85rem; margin: .5rem 0 1rem; }
-th, td { border-bottom: 1px solid #d8dee4; padding: .3rem .45rem; vertical-align: top; }
-th { background: #f3f5f7; text-align: left; }
-.table-wrap { overflow-x: auto; }
-td.text { white-space: nowrap; }
-td.wrap { white-space: normal; overflow-wrap: anywhere; min-width: 5rem; max-width: 16rem; }
-.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.num { white-space: nowrap; }
-tr.needs-mapping td { background: #fff4cc; font-weight: 600; }
-.empty, .notice { background: #f6f8fa; border-left: 4px solid #8c959f; padding: .5rem .75rem; }
-.caption { color: #57606a; font-size: .85rem; }
-section.block.compact { margin: 1rem 0; }
-.note { background: #f3f8ff; border-left: 4px solid #0b5cad; padding: .5rem .9rem; }
-.figure { width: 720px; max-width: 100%; overflow-x: auto; }
-@media print {
-  @page { size: A4 landscape; margin: 10mm; }
-  body { max-width: none; padding: 0; font-size: 10pt; background: #fff; color: #000; }
-  nav { display: none; }
-  section.block { margin: 0; }
-  section.block + section.block { break-before: page; }
-  section.block + section.block.compact { break-before: auto; }
-  h2 { break-after: avoid; }
-  table { font-size: 8pt; }
-  .table-wrap { overflow: visible; }
-  thead { display: table-header-group; }
-  tr { break-inside: avoid; }
-  th, .note, .empty, .notice, tr.needs-mapping td { background: #fff !important; }
-  tr.needs-mapping td { border-top: 1.5px solid #000; border-bottom: 1.5px solid #000; }
-  .figure { width: 720px; max-width: none; overflow: visible; break-inside: avoid; }
-  .modebar-container { display: none !important; }
-}
-"""

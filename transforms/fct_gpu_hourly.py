@@ -8,7 +8,11 @@ The basis for capacity, infra idle (capacity - allocated) and hour-of-day views.
   are spread over its instances in proportion to their fractions. A run holding all of a
   host's GPUs allocates each of them fully; ``allocation_basis`` says ``host_whole`` when
   every run on the host in that hour held all of it, ``host_spread`` when at least one
-  held only part (then allocation is a host average, not the GPU's own).
+  held only part (then allocation is a host average, not the GPU's own). Where samples carry
+  ``hpc_job`` labels, each instance is allocated the seconds of the hour covered by the runs
+  labelled on it (x its fraction), ``allocation_basis`` ``hpc_job_label``, when those add up
+  to the GPU-seconds sacct says the host's runs held in that hour (else the spread applies:
+  a run with a GPU that sent no samples cannot be placed).
 - ``active_seconds`` = allocated x the best-signal mean of the samples attributed to runs
   on that instance and hour (null when none were attributed).
 - ``n_samples`` (all samples of the instance), ``attributed_samples`` (tied to runs,
@@ -81,6 +85,28 @@ def _host_allocation(jobs: pl.DataFrame, period_start: datetime, period_end: dat
     )
 
 
+def _run_windows(jobs: pl.DataFrame, period_start: datetime, period_end: datetime) -> pl.DataFrame:
+    """Per started run: its key and its [run_start, run_end) clipped to the period."""
+    return jobs.filter(pl.col("start_time").is_not_null()).select(
+        "cluster", "job_id_raw", "start_time",
+        run_start=pl.max_horizontal(pl.col("start_time"), pl.lit(period_start)),
+        run_end=pl.min_horizontal(pl.col("end_time").fill_null(period_end), pl.lit(period_end)),
+    )
+
+
+def _label_seconds(jobs: pl.DataFrame, attributed: pl.DataFrame, period_start: datetime, period_end: datetime) -> pl.DataFrame:
+    """Per instance (RANKED key) and hour: seconds of the hour covered by the runs whose
+    ``hpc_job`` label appeared on that instance in that hour (at most 3600)."""
+    placed = _with_instance_rank(attributed).filter(pl.col("attribution_method") == "hpc_job_label").select(
+        *RANKED, "hour", "job_id_raw", "start_time").unique()
+    placed = placed.join(_run_windows(jobs, period_start, period_end), on=["cluster", "job_id_raw", "start_time"])
+    overlap = pl.min_horizontal(pl.col("run_end"), pl.col("hour") + pl.duration(hours=1)) - pl.max_horizontal(
+        pl.col("run_start"), pl.col("hour"))
+    return placed.group_by(*RANKED, "hour").agg(
+        pl.min_horizontal((overlap.dt.total_microseconds() / 1e6).clip(0.0).sum(), pl.lit(3600.0)).alias("_label_seconds")
+    )
+
+
 def _with_instance_rank(frame: pl.DataFrame) -> pl.DataFrame:
     """``_rank``: the instance's rank by gpu_i_id among its GPU's instances of its profile."""
     rank = pl.col("gpu_i_id").rank("dense").over("cluster", "hostname", "gpu", "gpu_i_profile")
@@ -120,10 +146,17 @@ def fct_gpu_hourly(
     held = _host_allocation(jobs, period_start, period_end)
     frame = grid.join(held, on=["cluster", "hostname", "hour"], how="left").join(
         _sample_measures(attributed), on=[*RANKED, "hour"], how="left", nulls_equal=True
+    ).join(_label_seconds(jobs, attributed, period_start, period_end), on=[*RANKED, "hour"], how="left",
+           nulls_equal=True)
+    # Label placement applies to a host-hour when the labelled runs account for all it held.
+    label_allocated = pl.col("_label_seconds").fill_null(0.0) * pl.col("gpu_fraction")
+    held = pl.col("_held_gpu_seconds")
+    frame = frame.with_columns(
+        _by_label=(held > 0) & ((label_allocated.sum().over("cluster", "hostname", "hour") - held).abs()
+                                <= 1e-6 * pl.max_horizontal(held, pl.lit(1.0)))
     )
-    allocated = (
-        pl.col("_held_gpu_seconds").fill_null(0.0) * pl.col("gpu_fraction") / pl.col("_host_capacity")
-    )
+    spread = pl.col("_held_gpu_seconds").fill_null(0.0) * pl.col("gpu_fraction") / pl.col("_host_capacity")
+    allocated = pl.when(pl.col("_by_label")).then(label_allocated).otherwise(spread)
     expected = max(1, 3600 // step_seconds)
     n_samples = pl.col("_samples").fill_null(0.0).round().cast(pl.Int64)
     frame = frame.with_columns(
@@ -131,6 +164,8 @@ def fct_gpu_hourly(
         allocated_seconds=allocated,
         allocation_basis=pl.when(pl.col("_held_gpu_seconds").is_null())
         .then(None)
+        .when(pl.col("_by_label"))
+        .then(pl.lit("hpc_job_label"))
         .when(pl.col("_min_run_gpus") >= pl.col("_host_capacity") - 1e-9)
         .then(pl.lit("host_whole"))
         .otherwise(pl.lit("host_spread")),

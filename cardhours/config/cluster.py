@@ -21,6 +21,7 @@ from cardhours.config.base import (
     raise_problems,
 )
 from cardhours.config.inventory import InventoryConfig
+from cardhours.config.kubernetes import KubernetesConfig
 from cardhours.schemas import DCGM_FIELDS
 
 DEFAULT_STEP_SECONDS = 30  # dcgm-exporter's and the simulator's usual sample spacing
@@ -143,6 +144,7 @@ class ClusterConfig(StrictModel):
     metrics: MetricsConfig
     prometheus: PrometheusConfig | None = None
     slurm: SlurmConfig | None = None
+    kubernetes: KubernetesConfig | None = None  # GPU pods (issue 7)
     inventory: InventoryConfig
 
     @model_validator(mode="before")
@@ -158,6 +160,9 @@ class ClusterConfig(StrictModel):
     def _prometheus_when_used(self) -> ClusterConfig:
         if self.metrics.source == "prometheus" and self.prometheus is None:
             raise_problems([(("prometheus",), "required key is missing: metrics.source is 'prometheus'")])
+        if self.kubernetes is not None and self.kubernetes.path is None and self.prometheus is None:
+            raise_problems([(("kubernetes", "path"), "required key is missing: no [clusters.prometheus] to read "
+                             "kube-state-metrics from")])
         return self
 
     @property

@@ -12,6 +12,7 @@ from cardhours.config.cluster import ClusterConfig, MetricsConfig, PrometheusCon
 from cardhours.config.inventory import InventoryConfig, NodeGroup
 from cardhours.config.org import AccountMapping, Department, Division, NamespaceMapping, OrgConfig
 from cardhours.config.policy import FlagsConfig, QuotasConfig, RatesConfig
+from cardhours.config.schedule import ScheduleConfig
 
 if TYPE_CHECKING:
     import polars as pl
@@ -32,6 +33,7 @@ __all__ = [
     "QuotasConfig",
     "RatesConfig",
     "ReportsConfig",
+    "ScheduleConfig",
     "SlurmConfig",
     "WarehouseConfig",
 ]
@@ -56,6 +58,7 @@ class Config(StrictModel):
     rates: RatesConfig
     flags: FlagsConfig = Field(default_factory=FlagsConfig)
     quotas: QuotasConfig = Field(default_factory=QuotasConfig)
+    schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
 
     @model_validator(mode="after")
     def _cross_check(self) -> Config:

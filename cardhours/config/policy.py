@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
+from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from cardhours.config.base import (
     NonNegativeFloat,
@@ -17,33 +17,9 @@ from cardhours.config.base import (
     Text,
     raise_problems,
 )
-from cardhours.config.inventory import MIG_SLICES_PER_GPU, MigProfile, parse_mig_profile
+from cardhours.config.rates import RatesConfig  # the rates models live there (chargeback, issue 6)
 
-_CURRENCY = re.compile(r"^[A-Z]{3}$")
-
-
-class RatesConfig(StrictModel):
-    """Prices per GPU-hour and the share of a GPU each MIG profile counts for."""
-
-    currency: str
-    gpu_hour: dict[Text, NonNegativeFloat]
-    mig_profile_weights: dict[MigProfile, PositiveRatio] = Field(default_factory=dict)
-
-    @field_validator("currency")
-    @classmethod
-    def _iso_4217(cls, value: str) -> str:
-        if not _CURRENCY.match(value):
-            raise ValueError(f"must be a 3-letter uppercase ISO 4217 code such as 'EUR' or 'USD' (got {value!r})")
-        return value
-
-    def mig_weight(self, profile: str) -> float:
-        """The configured weight, else compute slices / 7 ("3g.40gb" -> 3/7, "7g.80gb" -> 1.0)."""
-        spec = parse_mig_profile(profile)
-        return self.mig_profile_weights.get(profile, spec.slices / MIG_SLICES_PER_GPU)
-
-    def gpu_hour_rate(self, gpu_model: str) -> float:
-        """Price of one GPU-hour of this model (``KeyError`` if not configured)."""
-        return self.gpu_hour[gpu_model]
+__all__ = ["FlagsConfig", "QuotasConfig", "RatesConfig"]
 
 
 class FlagsConfig(StrictModel):
@@ -63,14 +39,29 @@ class FlagsConfig(StrictModel):
     debug_max_concurrent_jobs: PositiveInt = 2
     low_efficiency_gpu_hours: NonNegativeFloat = 50.0
     low_efficiency_utilization: PositiveRatio = 0.25
+    memory_held_max_activity: Ratio = 0.05
+    low_util_exempt_memory_bound: bool = False
+    memory_efficiency_threshold: PositiveRatio = 0.80
+    input_bound_min_activity: Ratio = 0.02
+    input_bound_max_activity: PositiveRatio = 0.50
+    input_bound_min_sm_per_engine: PositiveRatio = 0.50
+    input_bound_min_steady_share: PositiveRatio = 0.75
+    oversized_max_utilization: PositiveRatio = 0.25
+    oversized_headroom: Annotated[float, Field(ge=1.0)] = 1.2
 
     @model_validator(mode="after")
     def _severity_order(self) -> FlagsConfig:
+        problems = []
         if self.low_util_high > self.low_util_medium:
-            raise_problems([(("low_util_high",), (
+            problems.append((("low_util_high",), (
                 f"must not exceed low_util_medium ({self.low_util_medium}): "
                 "high severity is the lower utilization band"
-            ))])
+            )))
+        if self.input_bound_min_activity >= self.input_bound_max_activity:
+            problems.append((("input_bound_min_activity",), (
+                f"must be below input_bound_max_activity ({self.input_bound_max_activity})"
+            )))
+        raise_problems(problems)
         return self
 
 

@@ -56,10 +56,10 @@ def escape(value: pl.Expr) -> pl.Expr:
             .str.replace_all("\n", "\\n", literal=True))
 
 
-def label_set() -> pl.Expr:
+def label_set(labels: dict[str, str] | None = None) -> pl.Expr:
     """`{gpu="0",UUID="...",...}` per row; labels whose value is null are left out."""
     pairs = [pl.concat_str(pl.lit(f'{name}="'), escape(pl.col(column).cast(pl.String)), pl.lit('"'))
-             for name, column in LABELS.items()]
+             for name, column in (labels or LABELS).items()]
     return pl.concat_str(pl.lit("{"), pl.concat_str(pairs, separator=",", ignore_nulls=True), pl.lit("}"))
 
 
@@ -71,9 +71,13 @@ def timestamp_seconds(ts_us: pl.Expr) -> pl.Expr:
 
 
 class OpenMetricsWriter:
-    """Append days of RAW_SAMPLE_SCHEMA frames with `add_day`, then `close` to write `path`."""
+    """Append days of RAW_SAMPLE_SCHEMA frames with `add_day`, then `close` to write `path`.
 
-    def __init__(self, path: Path) -> None:
+    `labels` / `series_order` replace LABELS / SERIES_ORDER (the Kubernetes pool adds its
+    workload label columns: cardhours.simulate.kube.dcgm)."""
+
+    def __init__(self, path: Path, labels: dict[str, str] | None = None, series_order: list[str] | None = None) -> None:
+        self.labels, self.order = labels or LABELS, series_order or SERIES_ORDER
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._spill = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", dir=self.path.parent))
@@ -86,16 +90,16 @@ class OpenMetricsWriter:
         missing = set(RAW_SAMPLE_SCHEMA) - set(frame.columns)
         if missing:
             raise ValueError(f"frame lacks columns {sorted(missing)}")
-        rows = frame.select(*SERIES_ORDER[:-1], pl.col("ts").dt.epoch("us").alias("ts_us"),
-                            label_set().alias("labels"), *DCGM_FIELDS.values())
+        rows = frame.select(*self.order[:-1], pl.col("ts").dt.epoch("us").alias("ts_us"),
+                            label_set(self.labels).alias("labels"), *DCGM_FIELDS.values())
         rows = rows.with_columns(suffix=pl.concat_str(pl.lit(" "), timestamp_seconds(pl.col("ts_us"))))
         for metric, column in DCGM_FIELDS.items():
             line = pl.concat_str(pl.lit(metric), pl.col("labels"), pl.lit(" "),
                                  pl.col(column).cast(pl.String), pl.col("suffix"))
-            family = rows.filter(pl.col(column).is_not_null()).select(*SERIES_ORDER, line.alias("line"))
+            family = rows.filter(pl.col(column).is_not_null()).select(*self.order, line.alias("line"))
             target = self._spill / metric
             target.mkdir(exist_ok=True)
-            family.sort(SERIES_ORDER, nulls_last=True).write_parquet(target / f"{self._parts:05d}.parquet",
+            family.sort(self.order, nulls_last=True).write_parquet(target / f"{self._parts:05d}.parquet",
                                                                     row_group_size=64_000, statistics=True)
         self._parts += 1
 
@@ -127,7 +131,7 @@ class OpenMetricsWriter:
         for names in batches["hostname"]:  # consecutive hosts, about MERGE_ROWS rows a batch
             hosts_in_batch = pl.col("hostname").is_between(pl.lit(names[0]), pl.lit(names[-1]))
             lines = (pl.scan_parquet(parts).filter(hosts_in_batch)
-                     .sort(SERIES_ORDER, nulls_last=True).select("line").collect())
+                     .sort(self.order, nulls_last=True).select("line").collect())
             lines.write_csv(out, include_header=False, quote_style="never")
 
     def _discard(self) -> None:

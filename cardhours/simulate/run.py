@@ -11,7 +11,7 @@ from pathlib import Path
 from cardhours.simulate.cluster import build_cluster, build_inventory
 from cardhours.simulate.config_writer import write_config
 from cardhours.simulate.jobs import DAY, build_org, generate_jobs
-from cardhours.simulate.om_writer import OpenMetricsWriter
+from cardhours.simulate.kube import hook as kube_hook
 from cardhours.simulate.parquet_writer import write_day_parquet
 from cardhours.simulate.sacct_writer import write_sacct
 from cardhours.simulate.samples import generate_day
@@ -41,12 +41,15 @@ class SimulationResult:
     n_runs: int  # truth rows
     n_sacct_rows: int
     n_samples: int
+    kube_state_path: Path | None = None  # kube-state-metrics / Kueue / Volcano series (kube=True)
+    truth_pods_path: Path | None = None
 
     def paths(self) -> dict[str, Path]:
         """The files and directories written, by name (absent formats left out)."""
         named = {
             "sacct": self.sacct_path, "truth": self.truth_path, "inventory": self.inventory_path,
             "config": self.config_path, "metrics": self.metrics_dir, "openmetrics": self.om_path,
+            "kube_state": self.kube_state_path, "truth_pods": self.truth_pods_path,
         }
         return {name: path for name, path in named.items() if path is not None}
 
@@ -70,6 +73,7 @@ def simulate(
     metrics_format: str = "parquet",
     cluster: str = "sim",
     progress: Progress | None = None,
+    kube: bool = False,
 ) -> SimulationResult:
     """Simulate ``days`` days from ``start`` (UTC) of a ``gpus``-GPU cluster into ``out_dir``."""
     _check(gpus, days, step_seconds, metrics_format)
@@ -88,7 +92,8 @@ def simulate(
     report("schedule", 1, 1)
 
     parquet = metrics_format in ("parquet", "both")
-    om = OpenMetricsWriter(out_dir / "metrics.om") if metrics_format in ("om", "both") else None
+    pool = kube_hook.start(kube, cluster, start, days, step_seconds, seed, org)
+    om = kube_hook.om_writer(out_dir / "metrics.om", pool) if metrics_format in ("om", "both") else None
     truth = TruthAccumulator(allocations)
     n_samples = 0
     # The Parquet write of day i (pyarrow, GIL released) overlaps generating day i + 1.
@@ -97,12 +102,13 @@ def simulate(
         for i in range(days):
             day = start + timedelta(days=i)
             frame = generate_day(inventory, allocations, day, step_seconds, seed, cluster)
+            frame, om_frame = kube_hook.add_day(pool, day, frame)
             if parquet:
                 if pending is not None:
                     pending.result()
                 pending = writer.submit(write_day_parquet, frame, out_dir, day)
             if om is not None:
-                om.add_day(frame)
+                om.add_day(om_frame)
             truth.add_day(frame)
             n_samples += frame.height
             report("samples", i + 1, days)
@@ -117,8 +123,9 @@ def simulate(
     n_sacct = write_sacct(sacct_path, runs, inventory, cluster)
     truth_rows = truth_frame(runs, org, inventory, cluster, truth.totals())
     truth_rows.write_parquet(truth_path)
-    inventory.write_parquet(inventory_path)
-    write_config(config_path, layout, org, metrics_path="metrics" if parquet else "metrics.om")
+    kube_hook.inventory(pool, inventory).write_parquet(inventory_path)
+    write_config(config_path, kube_hook.layout(pool, layout), org, metrics_path="metrics" if parquet else "metrics.om")
+    kube_paths = kube_hook.finish(pool, out_dir, config_path)
     report("write", 1, 1)
     return SimulationResult(
         out_dir=out_dir, sacct_path=sacct_path, truth_path=truth_path, inventory_path=inventory_path,
@@ -126,5 +133,5 @@ def simulate(
         om_path=out_dir / "metrics.om" if om is not None else None, window_start=window_start,
         window_end=window_start + timedelta(days=days), n_nodes=len(layout.nodes),
         n_instances=inventory.height, n_jobs=len(jobs), n_runs=truth_rows.height,
-        n_sacct_rows=n_sacct, n_samples=n_samples,
+        n_sacct_rows=n_sacct, n_samples=n_samples, **kube_paths,
     )

@@ -4,6 +4,7 @@
 import polars as pl
 from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from pipelines.assets.intermediate import ATTRIBUTED_KEY, read_attributed
 from pipelines.checks.marts import (
     CAPACITY_BALANCE,
     MATCHES_JOB_USAGE,
@@ -16,8 +17,6 @@ from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
 from transforms.fct_gpu_hourly import fct_gpu_hourly
 from transforms.fct_job_usage import fct_job_usage
-from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
-from transforms.int_gpu_minutes_attributed import int_gpu_minutes_attributed_sql
 from transforms.mart_cluster_monthly import capacity_gpu_hours, mart_cluster_monthly
 from transforms.mart_department_monthly import mart_department_monthly
 from warehouse import read_frame, replace_partition
@@ -26,20 +25,8 @@ JOB_USAGE_KEY = ["marts", "fct_job_usage"]
 DEPARTMENT_KEY = ["marts", "mart_department_monthly"]
 CLUSTER_KEY = ["marts", "mart_cluster_monthly"]
 GPU_HOURLY_KEY = ["marts", "fct_gpu_hourly"]
-SAMPLE_DEPS = [AssetDep(["staging", "stg_slurm__jobs"]), AssetDep(["staging", "stg_dcgm__gpu_minutely"])]
+SAMPLE_DEPS = [AssetDep(["staging", "stg_slurm__jobs"]), AssetDep(ATTRIBUTED_KEY)]
 JOBS_SQL = "SELECT * EXCLUDE (month) FROM staging.stg_slurm__jobs WHERE month = ? AND cluster = ?"
-
-
-def _attributed(conn, cardhours: CardhoursResource, cluster, start, end) -> pl.DataFrame:
-    """int_gpu_minutes_attributed rows of one cluster and month, computed in DuckDB."""
-    inventory = cardhours.config.inventory_frame().filter(pl.col("cluster") == cluster.name)
-    hosts = inventory.group_by("hostname").agg(pl.col("gpu_fraction").sum()).sort("hostname")
-    text, params = int_gpu_minutes_attributed_sql(
-        cluster.name, start, start, end, cluster.sample_step_seconds,
-        hosts.get_column("hostname").to_list(), hosts.get_column("gpu_fraction").to_list(),
-        cardhours.config.flags.zero_util_threshold,
-    )
-    return read_frame(conn, text, params).cast(ATTRIBUTED_SCHEMA)
 
 
 @asset(
@@ -61,7 +48,7 @@ def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursReso
             frames.append(
                 fct_job_usage(
                     jobs=jobs,
-                    attributed=_attributed(conn, cardhours, cluster, start, end),
+                    attributed=read_attributed(conn, start.date(), cluster.name),
                     accounts=config.accounts_frame(),
                     gpu_models=inventory.select("cluster", "hostname", "gpu_model").unique(),
                     period_start=start,
@@ -100,7 +87,7 @@ def fct_gpu_hourly_asset(context: AssetExecutionContext, cardhours: CardhoursRes
     with cardhours.warehouse() as conn:
         for cluster in cardhours.config.clusters:
             jobs = read_frame(conn, JOBS_SQL, [start.date(), cluster.name])
-            attributed = _attributed(conn, cardhours, cluster, start, end)
+            attributed = read_attributed(conn, start.date(), cluster.name)
             cluster_inventory = inventory.filter(pl.col("cluster") == cluster.name)
             frames.append(fct_gpu_hourly(cluster_inventory, jobs, attributed, start, end, cluster.sample_step_seconds))
             unknown = jobs.select(pl.col("hosts").explode()).drop_nulls().filter(

@@ -1,16 +1,85 @@
-"""Monthly outputs written under the reports directory."""
+"""Monthly outputs written under the reports directory: YYYY-MM/review.html and
+YYYY-MM/departments/<dept>.html (rendered by the pure reports package from mart frames)."""
 
+from datetime import date
 
+import duckdb
+import polars as pl
 from dagster import AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from pipelines.assets.marts import CLUSTER_KEY, DEPARTMENT_KEY, JOB_USAGE_KEY
+from cardhours.config import Config
+from pipelines.assets.marts import CLUSTER_KEY, DEPARTMENT_KEY, GPU_HOURLY_KEY, JOB_USAGE_KEY
 from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
-from reports.review import render_review
-from reports.write import write_review
+from reports import build_inputs, render_department_pages, render_review, write_department_pages, write_review
+from reports.chargeback_section import chargeback_section
+from reports.costs import base_model
+from reports.data import ReviewSettings, first_trend_month
 from warehouse import read_frame
 
 REVIEW_KEY = ["reports", "review_html"]
+FLAGS_KEY = ["marts", "fct_job_flags"]
+USERS_KEY = ["marts", "mart_user_monthly"]
+RECONCILIATION_KEY = ["marts", "mart_chargeback_reconciliation"]
+
+# GPU model as fct_job_usage names it: MIG instances as "<model> <profile>".
+_MODEL = "CASE WHEN gpu_i_profile IS NULL THEN gpu_model ELSE gpu_model || ' ' || gpu_i_profile END"
+READS = {
+    "clusters": "SELECT * FROM marts.mart_cluster_monthly WHERE month BETWEEN ? AND ? ORDER BY month, cluster",
+    "departments": (
+        "SELECT * FROM marts.mart_department_monthly WHERE month BETWEEN ? AND ? ORDER BY month, cluster, department"
+    ),
+    "models": f"""
+        WITH capacity AS (
+            SELECT month, cluster, {_MODEL} AS gpu_model, sum(capacity_seconds) / 3600 AS capacity_gpu_hours,
+                   sum(allocated_seconds) / 3600 AS allocated_gpu_hours
+            FROM marts.fct_gpu_hourly WHERE month BETWEEN ? AND ? GROUP BY ALL),
+        jobs AS (
+            SELECT month, cluster, gpu_model, sum(gpu_hours) AS gpu_hours, sum(idle_gpu_hours) AS idle_gpu_hours
+            FROM marts.fct_job_usage WHERE month BETWEEN ? AND ? GROUP BY ALL)
+        SELECT * FROM capacity FULL OUTER JOIN jobs USING (month, cluster, gpu_model)
+        ORDER BY month, cluster, gpu_model""",
+    "jobs": "SELECT * FROM marts.fct_job_usage WHERE month = ? ORDER BY cluster, job_id, start_time",
+    "hourly": """
+        SELECT cluster, hour, sum(capacity_seconds) AS capacity_seconds, sum(allocated_seconds) AS allocated_seconds,
+               sum(active_seconds) AS active_seconds, sum(n_samples) AS n_samples,
+               sum(expected_samples) AS expected_samples
+        FROM marts.fct_gpu_hourly WHERE month = ? GROUP BY ALL ORDER BY cluster, hour""",
+    "flags": "SELECT * FROM marts.fct_job_flags WHERE month = ? ORDER BY cluster, job_id, start_time, reason",
+    "users": "SELECT * FROM marts.mart_user_monthly WHERE month = ? ORDER BY cluster, user_name, department",
+    "reconciliation": "SELECT * FROM marts.mart_chargeback_reconciliation WHERE month = ? ORDER BY cluster",
+    "focus": "SELECT * FROM marts.fct_chargeback_focus WHERE billing_month = ?",
+}  # fmt: skip
+
+
+def read_review_frames(conn: duckdb.DuckDBPyConnection, month: date) -> dict[str, pl.DataFrame]:
+    """The frames of one review: 12 months of monthly marts (trends, previous month) and
+    the month's jobs, hourly GPU totals, flags and users."""
+    first = first_trend_month(month)
+    window = {"clusters": [first, month], "departments": [first, month], "models": [first, month] * 2}
+    return {name: read_frame(conn, sql, window.get(name, [month])) for name, sql in READS.items()}
+
+
+def review_settings(config: Config, models: list[str]) -> ReviewSettings:
+    """The config values the pages use; prices of the given models (MIG at the base price)."""
+    prices = {}
+    for model in sorted(set(models)):
+        try:
+            prices[model] = config.rates.gpu_hour_rate(base_model(model))
+        except KeyError:
+            continue  # the page names models without a price
+    quotas = {name: float(gpus) for name, gpus in config.quotas.departments.items()} or None
+    return ReviewSettings(
+        currency=config.rates.currency, prices=prices, quotas=quotas,
+        overcommit_ratio=config.quotas.overcommit_ratio,
+        low_efficiency_gpu_hours=config.flags.low_efficiency_gpu_hours,
+        low_efficiency_utilization=config.flags.low_efficiency_utilization,
+    )  # fmt: skip
+
+
+def _models_in(frames: dict[str, pl.DataFrame]) -> list[str]:
+    names = [frames[n]["gpu_model"] for n in ("models", "jobs", "flags") if "gpu_model" in frames[n].columns]
+    return pl.concat(names).drop_nulls().unique().to_list() if names else []
 
 
 @asset(
@@ -18,17 +87,26 @@ REVIEW_KEY = ["reports", "review_html"]
     partitions_def=monthly_partitions,
     group_name="reports",
     kinds={"html", "plotly"},
-    deps=[AssetDep(JOB_USAGE_KEY), AssetDep(DEPARTMENT_KEY), AssetDep(CLUSTER_KEY)],
-    description="YYYY-MM/review.html: the monthly utilization review (self-contained, works offline).",
+    deps=[AssetDep(k) for k in (JOB_USAGE_KEY, DEPARTMENT_KEY, CLUSTER_KEY, GPU_HOURLY_KEY, FLAGS_KEY, USERS_KEY, RECONCILIATION_KEY)],
+    description="YYYY-MM/review.html for operations and YYYY-MM/departments/<dept>.html for managers "
+    "(self-contained, work offline); a rerun replaces them and removes pages of vanished departments.",
 )
 def review_html(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, _ = naive_window(context.partition_time_window)
     month = start.date()
     with cardhours.warehouse() as conn:
-        clusters = read_frame(conn, "SELECT * FROM marts.mart_cluster_monthly WHERE month = ? ORDER BY cluster", [month])
-        departments = read_frame(conn, "SELECT * FROM marts.mart_department_monthly WHERE month = ? ORDER BY cluster, department", [month])
-        jobs = read_frame(conn, "SELECT * FROM marts.fct_job_usage WHERE month = ? ORDER BY cluster, job_id", [month])
-    html = render_review(month=month, generated_from=str(cardhours.config_path), clusters=clusters, departments=departments, jobs=jobs)
-    path = write_review(html, cardhours.config.reports.dir, month.strftime("%Y-%m"))
-    context.log.info(f"review written to {path}")
-    return MaterializeResult(metadata={"path": MetadataValue.path(str(path)), "bytes": len(html.encode())})
+        frames = read_review_frames(conn, month)
+    reconciliation, focus = frames.pop("reconciliation"), frames.pop("focus")
+    settings = review_settings(cardhours.config, _models_in(frames))
+    inputs = build_inputs(month, str(cardhours.config_path), settings=settings, **frames)
+    chargeback = chargeback_section(reconciliation, focus, month.strftime("%Y-%m"), settings.currency)
+    html = render_review(inputs, extra_sections=[chargeback])
+    pages = render_department_pages(inputs)
+    key = month.strftime("%Y-%m")
+    path = write_review(html, cardhours.config.reports.dir, key)
+    written = write_department_pages(pages, cardhours.config.reports.dir, key)
+    context.log.info(f"review written to {path} with {len(written)} department pages")
+    return MaterializeResult(metadata={
+        "path": MetadataValue.path(str(path)), "bytes": len(html.encode()),
+        "department_pages": len(written), "jobs": frames["jobs"].height, "flag_rows": frames["flags"].height,
+    })  # fmt: skip

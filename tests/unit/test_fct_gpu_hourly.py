@@ -132,3 +132,20 @@ def test_migration_matches_schema(tmp_path: Path) -> None:
             "WHERE table_schema = 'marts' AND table_name = 'fct_gpu_hourly' ORDER BY ordinal_position"
         ).fetchall()
     assert columns == [(name, types[dtype]) for name, dtype in SCHEMA.items()]
+
+
+def test_labelled_runs_are_placed_on_the_gpus_they_held() -> None:
+    runs = [run("9", T0, T0 + timedelta(hours=1), gpus=2.0)]
+    rows = [attributed(T0, gpu=g) | {"start_time": T0} for g in (0, 2)]
+    out = build(inventory({"n1": 4}), runs, rows)
+    assert [at(out, T0, g)["allocated_seconds"] for g in range(4)] == [3600.0, 0.0, 3600.0, 0.0]
+    assert {at(out, T0, g)["allocation_basis"] for g in range(4)} == {"hpc_job_label"}
+    assert at(out, T0, 0)["active_seconds"] == pytest.approx(1800.0)
+
+
+def test_labels_short_of_what_the_host_held_fall_back_to_the_spread() -> None:
+    runs = [run("9", T0, T0 + timedelta(hours=1), gpus=2.0)]
+    rows = [attributed(T0, gpu=0) | {"start_time": T0}]  # its second GPU sent no samples
+    out = build(inventory({"n1": 4}), runs, rows)
+    assert [at(out, T0, g)["allocated_seconds"] for g in range(4)] == [1800.0] * 4
+    assert at(out, T0, 0)["allocation_basis"] == "host_spread"

@@ -7,7 +7,7 @@ from datetime import date, datetime, timedelta
 import polars as pl
 import pytest
 
-from transforms.int_gpu_minutes_attributed import SCHEMA, int_gpu_minutes_attributed_sql
+from transforms.int_gpu_minutes_attributed import JOINS, ORDER, SCHEMA, int_gpu_minutes_attributed_sql
 from transforms.stg_dcgm__gpu_minutely import SCHEMA as MINUTELY_SCHEMA
 from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
 from warehouse import connect, replace_partition
@@ -15,6 +15,14 @@ from warehouse import connect, replace_partition
 MARCH = (datetime(2024, 3, 1), datetime(2024, 4, 1))
 T0 = datetime(2024, 3, 10, 10)
 HOSTS = {"n1": 8.0, "n2": 8.0}
+JOIN = {"join": "hour_bucket"}
+
+
+@pytest.fixture(autouse=True, params=JOINS)
+def join(request: pytest.FixtureRequest) -> str:
+    """Every rule below holds for both joins of minutes to runs (hour buckets, ASOF/interval)."""
+    JOIN["join"] = request.param
+    return request.param
 
 
 def run(job_id_raw: str, start: datetime | None, end: datetime | None, gpus: float = 1.0, hosts=("n1",), **fields) -> dict:
@@ -38,17 +46,21 @@ def minute(at: datetime, hpc_job: str | None = None, gpu: int = 0, host: str = "
     return row | fields
 
 
-def attribute(runs: list[dict], minutes: list[dict], step_seconds: int = 30, hosts=HOSTS) -> pl.DataFrame:
+def attribute(runs: list[dict], minutes: list[dict], step_seconds: int = 30, hosts=HOSTS, windows=(MARCH,)) -> pl.DataFrame:
+    """The SQL's rows for the month, run once per period window (the asset runs day windows)."""
     jobs = pl.DataFrame(runs, schema=JOBS_SCHEMA).with_columns(month=pl.lit(date(2024, 3, 1)))
     rows = pl.DataFrame(minutes, schema=MINUTELY_SCHEMA).with_columns(day=pl.col("minute").dt.date())
     with connect(":memory:") as conn:
         replace_partition(conn, "staging.stg_slurm__jobs", jobs, {"month": date(2024, 3, 1)})
         for day in rows.get_column("day").unique().to_list():
             replace_partition(conn, "staging.stg_dcgm__gpu_minutely", rows.filter(pl.col("day") == day), {"day": day})
-        text, params = int_gpu_minutes_attributed_sql(
-            "c1", MARCH[0], MARCH[0], MARCH[1], step_seconds, list(hosts), list(hosts.values()), 0.01
-        )
-        return conn.sql(text, params=params).pl().cast(SCHEMA)
+        frames = []
+        for low, high in windows:
+            text, params = int_gpu_minutes_attributed_sql(
+                "c1", MARCH[0], low, high, step_seconds, list(hosts), list(hosts.values()), 0.01, JOIN["join"]
+            )
+            frames.append(conn.sql(text, params=params).pl().cast(SCHEMA))
+        return pl.concat(frames)
 
 
 def per_method(out: pl.DataFrame, job: str | None = None) -> dict[str, float]:
@@ -137,3 +149,34 @@ def test_zero_minutes_and_signal_counts() -> None:
 def test_rejects_mismatched_hosts() -> None:
     with pytest.raises(ValueError):
         int_gpu_minutes_attributed_sql("c1", MARCH[0], MARCH[0], MARCH[1], 30, ["n1"], [], 0.01)
+
+
+def test_rejects_an_unknown_join() -> None:
+    with pytest.raises(ValueError, match="join must be one of"):
+        int_gpu_minutes_attributed_sql("c1", MARCH[0], MARCH[0], MARCH[1], 30, ["n1"], [8.0], 0.01, "hash")
+
+
+def test_docs_list_exactly_the_stored_columns() -> None:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "marts.md").read_text()
+    section = text.split("## intermediate.int_gpu_minutes_attributed\n", 1)[1].split("\n## ", 1)[0]
+    documented = [c for c in re.findall(r"^\| ([a-z_0-9]+) \|", section, flags=re.MULTILINE) if c != "column"]
+    assert documented == [*SCHEMA, "month"]
+
+
+def test_day_windows_give_the_rows_of_the_whole_month() -> None:
+    midnight = datetime(2024, 3, 11)
+    runs = [
+        run("1", midnight - timedelta(hours=2), midnight + timedelta(hours=1), gpus=2.0),  # unlabelled host, shared
+        run("2", midnight - timedelta(minutes=30), None, gpus=4.0),  # still running
+        run("3", midnight - timedelta(hours=1), midnight + timedelta(seconds=20), hosts=("n2",), state="REQUEUED"),
+        run("3", midnight + timedelta(seconds=20), midnight + timedelta(hours=2), hosts=("n2",)),
+    ]
+    minutes = [minute(midnight + timedelta(minutes=k), gpu=g) for k in (-31, -1, 0, 1, 59, 61) for g in range(8)]
+    minutes += [minute(midnight + timedelta(minutes=k), "3", host="n2") for k in (-1, 0, 1)]
+    days = [(MARCH[0] + timedelta(days=d), MARCH[0] + timedelta(days=d + 1)) for d in range(31)]
+    whole, by_day = attribute(runs, minutes), attribute(runs, minutes, windows=days)
+    assert set(whole.get_column("attribution_method")) >= {"host_shared", "hpc_job_label", "unallocated"}
+    assert by_day.sort(list(ORDER), nulls_last=False).equals(whole.sort(list(ORDER), nulls_last=False))

@@ -1,137 +1,57 @@
-"""Tests for reports/: the monthly review page, its shell, figures and writer."""
+"""Tests for reports/: the review page as a whole, its shell, figures and writer."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from datetime import date, datetime
 from pathlib import Path
 
 import polars as pl
 import pytest
-from plotly.offline import get_plotlyjs
 
 from reports import render_review, write_review
 from reports import figures as figures_module
 from reports import write as write_module
 from reports.figures import department_hours_figure, utilization_bins
 from reports.html import Column, Html, Section, esc, fmt_pct, render_table
-from reports.review import REVIEW_BLOCKS, headline_frame, headline_section
+from reports.review import CLOSING_BLOCKS, REVIEW_BLOCKS
+from reports.sections.headline import headline_section
+from tests.unit.reports_frames import (
+    BUNDLE, EVIL_ACCOUNT, EVIL_CLUSTER, EVIL_DEPT, EVIL_JOB, EVIL_USER, MONTH, clusters_frame,
+    departments_frame, figure_json, jobs_frame, make_inputs, outside_bundle, section, section_ids,
+)  # fmt: skip
 
-MONTH = date(2025, 3, 1)
-EVIL_JOB = "<script>alert(1)</script>"
-EVIL_USER = 'a&b"c'
-EVIL_DEPT = "<img src=x onerror=alert(2)>"
-EVIL_CLUSTER = "b&<i>2</i>"
-BUNDLE = get_plotlyjs()
-
-
-def clusters_frame() -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "cluster": ["alpha", EVIL_CLUSTER],
-            "capacity_gpu_hours": [1000.0, 0.0],
-            "allocated_gpu_hours": [625.0, 0.0],
-            "active_gpu_hours": [250.0, 0.0],
-            "idle_gpu_hours": [375.0, 0.0],
-            "job_count": [5, 1],
-            "sample_coverage": [0.975, 1.0],
-            "jobs_without_samples": [2, 0],
-        }
-    )
-
-
-def departments_frame() -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "cluster": ["alpha", "alpha", "alpha", EVIL_CLUSTER],
-            "month": [MONTH] * 4,
-            "division": ["science", "science", "unmapped", "science"],
-            "department": ["physics", EVIL_DEPT, "unmapped", "physics"],
-            "job_count": [2, 2, 1, 1],
-            "user_count": [1, 2, 1, 1],
-            "gpu_hours": [300.0, 200.0, 125.0, 10.0],
-            "active_gpu_hours": [150.0, 50.0, 50.0, 5.0],
-            "idle_gpu_hours": [150.0, 150.0, 75.0, 5.0],
-            "zero_util_gpu_hours": [10.0, 20.0, 30.0, 0.0],
-            "utilization": [0.5, 0.25, None, 0.5],
-            "energy_kwh": [80.0, 40.5, 30.0, 2.0],
-            "queue_seconds_p50": [600.0, 1200.0, 60.0, 0.0],
-            "queue_seconds_p95": [1200.0, 2400.0, 90.0, 0.0],
-            "share_of_capacity": [0.3, 0.2, 0.125, None],
-        }
-    )
-
-
-def job(job_id: str, **overrides) -> dict:
-    row = dict(
-        cluster="alpha", job_id=job_id, job_name=f"train-{job_id}", user_name="ann",
-        account="phys", department="physics", division="science", partition_name="gpu",
-        state="COMPLETED", start_time=datetime(2025, 3, 2, 10, 0),
-        end_time=datetime(2025, 3, 2, 20, 0), gpus=4.0, gpu_model="H100", gpu_hours=40.0,
-        utilization=0.5, utilization_signal="sm_active", idle_gpu_hours=20.0,
-        zero_util_gpu_hours=1.0, queue_seconds=0.0, energy_kwh=10.0,
-    )  # fmt: skip
-    return row | overrides
-
-
-def jobs_frame() -> pl.DataFrame:
-    return pl.DataFrame(
-        [
-            job("1", queue_seconds=0.0),
-            job("2", queue_seconds=600.0, idle_gpu_hours=5.0),
-            job("3", queue_seconds=1200.0, job_name=EVIL_JOB, user_name=EVIL_USER,
-                department=EVIL_DEPT, idle_gpu_hours=90.0),  # fmt: skip
-            job("4", queue_seconds=1800.0, utilization=None, utilization_signal=None,
-                idle_gpu_hours=80.0, department="unmapped"),  # fmt: skip
-            job("5", queue_seconds=2400.0, utilization=1.0, idle_gpu_hours=0.0),
-            job("9", cluster=EVIL_CLUSTER, queue_seconds=None, utilization=0.02),
-        ]
-    )
+FIGURES = ("fig-trend-shares", "fig-trend-hours", "fig-department-hours", "fig-utilization",
+           "fig-hour-of-day", "fig-weekday-hour")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def page() -> str:
-    return render_review(
-        MONTH, "warehouse test.duckdb", clusters_frame(), departments_frame(), jobs_frame()
-    )
-
-
-def outside_bundle(page: str) -> str:
-    assert page.count(BUNDLE) == 1
-    return page.replace(BUNDLE, "")
-
-
-def section(page: str, section_id: str) -> str:
-    match = re.search(rf'<section id="{section_id}".*?</section>', page, flags=re.S)
-    assert match, section_id
-    return match.group(0)
-
-
-def figure_json(page: str, div_id: str) -> tuple[list, dict]:
-    """The data and layout arguments of the Plotly.newPlot call for one div."""
-    call = re.search(rf'Plotly\.newPlot\(\s*"{div_id}",\s*', outside_bundle(page))
-    assert call, div_id
-    decoder = json.JSONDecoder()
-    data, end = decoder.raw_decode(call.string, call.end())
-    comma = re.compile(r"\s*,\s*").match(call.string, end)
-    layout, _ = decoder.raw_decode(call.string, comma.end())
-    return data, layout
+    return render_review(make_inputs())
 
 
 def test_page_is_one_document_with_plotlyjs_inlined_once(page: str) -> None:
-    marker = BUNDLE[:200]  # the bundle's banner with the plotly.js version
-    assert page.count(marker) == 1
+    assert page.count(BUNDLE[:200]) == 1  # the bundle's banner with the plotly.js version
     assert page.startswith("<!DOCTYPE html>")
     rest = outside_bundle(page)
     assert rest.count("<html") == 1 and rest.count("</html>") == 1
     before, after = page.split(BUNDLE)
     assert "Plotly.newPlot" not in before
-    assert after.count("Plotly.newPlot(") == 2
+    assert after.count("Plotly.newPlot(") == len(FIGURES)
+    for div_id in FIGURES:
+        figure_json(page, div_id)
 
 
-def test_page_loads_no_external_resources(page: str) -> None:
+def test_every_block_is_on_the_page_and_how_to_read_comes_last(page: str) -> None:
+    ids = section_ids(page)
+    for expected in ("headline", "department-index", "trends", "department-chart", "departments", "quotas",
+                     "low-efficiency-departments", "top-flagged-jobs", "top-users", "utilization",
+                     "time-profile", "partitions", "gpu-models", "top-idle-jobs", "users", "coverage"):  # fmt: skip
+        assert expected in ids
+    assert ids[-1] == "how-to-read" and "no-jobs" not in ids
+
+
+def test_page_loads_no_external_resources_and_links_only_its_own_pages(page: str) -> None:
     loading = r"<(script|img|iframe|embed|source|audio|video|input)\b[^>]*\bsrc\s*="
     assert not re.search(loading, page, flags=re.I)
     assert not re.search(r"<link\b", page, flags=re.I)
@@ -139,18 +59,33 @@ def test_page_loads_no_external_resources(page: str) -> None:
     rest = outside_bundle(page)
     assert "http://" not in rest and "https://" not in rest
     hrefs = re.findall(r'href="([^"]*)"', rest)
-    assert hrefs and all(h.startswith(("#", "data:")) for h in hrefs)
+    pages = [h for h in hrefs if not h.startswith("#")]
+    assert pages and all(re.fullmatch(r"departments/[a-z0-9][a-z0-9_-]*\.html", h) for h in pages)
 
 
-def test_user_strings_are_escaped_in_tables(page: str) -> None:
+def test_user_strings_are_escaped_in_every_table(page: str) -> None:
     rest = outside_bundle(page)
-    for raw in (EVIL_JOB, "<script>alert(1)", EVIL_DEPT, "<i>2</i>", EVIL_USER):
+    for raw in (EVIL_JOB, "<script>alert(1)", EVIL_DEPT, "<i>2</i>", EVIL_USER, EVIL_ACCOUNT, "<b>check</b>"):
         assert raw not in rest
-    jobs_table = section(page, "top-idle-jobs")
-    assert esc(EVIL_JOB) in jobs_table
-    assert "a&amp;b&quot;c" in jobs_table
-    assert esc(EVIL_DEPT) in section(page, "departments")
-    assert esc(EVIL_CLUSTER) in section(page, "headline")
+    scripts = re.findall(r"<script[^>]*>(.{0,40})", rest, flags=re.S)
+    assert all(body.startswith(("window.PlotlyConfig", "</script>", "\n", "                window.PLOTLYENV"))
+               for body in scripts), scripts  # fmt: skip
+    expected = {
+        "top-idle-jobs": [EVIL_JOB, EVIL_USER, EVIL_ACCOUNT, EVIL_DEPT],
+        "top-flagged-jobs": [EVIL_JOB, EVIL_USER, EVIL_ACCOUNT, EVIL_DEPT, "<b>check</b> loader"],
+        "top-users": [EVIL_USER, EVIL_DEPT],
+        "users": [EVIL_USER, EVIL_DEPT],
+        "departments": [EVIL_DEPT],
+        "department-index": [EVIL_DEPT],
+        "headline": [EVIL_CLUSTER],
+        "partitions": [EVIL_JOB, EVIL_CLUSTER],
+        "coverage": [EVIL_CLUSTER],
+        "low-efficiency-departments": [EVIL_DEPT],
+    }
+    for section_id, strings in expected.items():
+        html = section(page, section_id)
+        for raw in strings:
+            assert esc(raw) in html, (section_id, raw)
     assert f"<title>GPU monthly review 2025-03: alpha, {esc(EVIL_CLUSTER)}</title>" in page
 
 
@@ -162,120 +97,90 @@ def test_user_strings_are_escaped_in_figure_json(page: str) -> None:
     assert not any("<" in t for t in ticks + data[0]["customdata"])
     hist, _ = figure_json(page, "fig-utilization")
     assert {t["name"] for t in hist} == {"alpha", "b&amp;&lt;i&gt;2&lt;/i&gt;"}
-
-
-def test_headline_numbers_match_inputs(page: str) -> None:
-    head = headline_frame(clusters_frame(), jobs_frame()).row(0, named=True)
-    assert head["allocated_share"] == pytest.approx(0.625)
-    assert head["active_share"] == pytest.approx(0.4)
-    assert head["infra_idle_gpu_hours"] == pytest.approx(375.0)
-    assert head["queue_p50_s"] == pytest.approx(1200.0)
-    assert head["queue_p95_s"] == pytest.approx(2280.0)  # linear: 1800 + 0.8 * 600
-    html = section(page, "headline")
-    for text in ("1,000.0", "62.5%", "40.0%", "375.0", "20.0", "38.0", "97.5%"):
-        assert f'<td class="num">{text}</td>' in html
-
-
-def test_zero_capacity_and_missing_queue_show_na(page: str) -> None:
-    head = headline_frame(clusters_frame(), jobs_frame()).row(1, named=True)
-    assert head["allocated_share"] is None and head["queue_p50_s"] is None
-    row = re.search(r"<tr><td[^>]*>allocated \(% of capacity\)</td>.*?</tr>", page).group(0)
-    assert row.endswith('<td class="num">62.5%</td><td class="num">n/a</td></tr>')
+    trend, _ = figure_json(page, "fig-trend-shares")
+    assert "b&amp;&lt;i&gt;2&lt;/i&gt;: allocated" in {t["name"] for t in trend}
 
 
 def test_null_utilization_is_na(page: str) -> None:
     jobs_table = section(page, "top-idle-jobs")
     job4 = re.search(r"<tr[^>]*>(?:(?!</tr>).)*train-4.*?</tr>", jobs_table).group(0)
     assert '<td class="num">n/a</td>' in job4
-    departments = section(page, "departments")
-    unmapped = re.search(r'<tr class="needs-mapping">.*?</tr>', departments).group(0)
+    unmapped = re.search(r'<tr class="needs-mapping">.*?</tr>', section(page, "departments")).group(0)
     assert "unmapped (needs a mapping)" in unmapped and '<td class="num">n/a</td>' in unmapped
 
 
 def test_unmapped_department_is_highlighted_in_table_and_figure(page: str) -> None:
     assert section(page, "departments").count('<tr class="needs-mapping">') == 1
     data, layout = figure_json(page, "fig-department-hours")
-    hatched = [
-        label
-        for label, shape in zip(layout["yaxis"]["ticktext"], data[0]["marker"]["pattern"]["shape"])
-        if shape == "/"
-    ]
+    hatched = [label for label, shape in zip(layout["yaxis"]["ticktext"], data[0]["marker"]["pattern"]["shape"])
+               if shape == "/"]  # fmt: skip
     assert hatched == ["unmapped (needs a mapping) · alpha"]
 
 
 def test_department_bars_are_sorted_and_stacked() -> None:
-    fig = department_hours_figure(departments_frame().filter(pl.col("cluster") == "alpha"))
-    active, idle = fig.data
+    march = departments_frame().filter((pl.col("cluster") == "alpha") & (pl.col("month") == MONTH))
+    active, idle = department_hours_figure(march).data
+    fig = department_hours_figure(march)
     assert list(fig.layout.yaxis.ticktext) == [
         "unmapped (needs a mapping)", "&lt;img src=x onerror=alert(2)&gt;", "physics",
     ]  # fmt: skip
-    assert list(active.x) == [50.0, 50.0, 150.0] and list(idle.x) == [75.0, 150.0, 150.0]
+    assert list(active.x) == [0.0, 50.0, 150.0] and list(idle.x) == [0.0, 150.0, 150.0]
     assert fig.layout.barmode == "stack" and active.orientation == "h"
 
 
 def test_utilization_bins_weight_by_gpu_hours() -> None:
     bins = utilization_bins(jobs_frame(), bin_pct=10)
     alpha = dict(bins.filter(pl.col("cluster") == "alpha").select("bin_start", "gpu_hours").rows())
-    assert alpha == {50: 120.0, 90: 40.0}  # three jobs at 50%, 100% falls in the last bin
-    assert bins["gpu_hours"].sum() == pytest.approx(200.0)  # the null-utilization job is out
+    assert alpha == {50: 80.0, 10: 100.0, 90: 40.0}  # 100% falls in the last bin
+    assert bins["gpu_hours"].sum() == pytest.approx(260.0)  # the null-utilization job is out
     with pytest.raises(ValueError):
         utilization_bins(jobs_frame(), bin_pct=7)
 
 
-def test_units_in_department_headers(page: str) -> None:
-    departments = section(page, "departments")
-    for header in ("GPU-hours", "energy (kWh)", "queue p50 (min)", "utilization (%)"):
-        assert f">{header}</th>" in departments
-    assert '<td class="num">10.0</td><td class="num">20.0</td>' in departments  # p50 600/1200s
-
-
-@pytest.mark.parametrize(
-    "frames",
-    [
-        (pl.DataFrame(), pl.DataFrame(), pl.DataFrame()),
-        (clusters_frame().clear(), departments_frame().clear(), jobs_frame().clear()),
-    ],
-)
-def test_empty_inputs_render_a_page_that_says_so(frames) -> None:
-    page = render_review(MONTH, "empty", *frames)
+@pytest.mark.parametrize("empty", [pl.DataFrame(), None, "cleared"])
+def test_empty_inputs_render_a_page_that_says_so(empty) -> None:
+    frames = dict(clusters=clusters_frame(), departments=departments_frame(), jobs=jobs_frame())
+    cleared = {k: (v.clear() if isinstance(empty, str) else empty) for k, v in frames.items()}
+    page = render_review(make_inputs(**cleared, hourly=None, models=None, flags=None, users=None))
     rest = outside_bundle(page)
     assert "No jobs were recorded for 2025-03 on any cluster." in rest
     assert "Plotly.newPlot" not in rest and rest.rstrip().endswith("</html>")
+    assert "No flagged jobs." in rest and "No hourly GPU rows for this month." in rest
 
 
 def test_no_jobs_but_capacity_shows_all_capacity_as_infra_idle() -> None:
-    page = render_review(MONTH, "x", clusters_frame().head(1), pl.DataFrame(), pl.DataFrame())
+    inputs = make_inputs(clusters=clusters_frame().slice(1, 1), departments=None, jobs=None, flags=None, users=None)
+    page = render_review(inputs)
     assert "No jobs were recorded for 2025-03 on alpha." in page
-    assert re.search(r"infra idle[^<]*</td><td class=\"num\">375.0</td>", page)
+    assert re.search(r"infra idle: [^<]*</td><td class=\"num\">375.0</td>", page)
 
 
 def test_missing_column_is_an_error_not_a_blank() -> None:
     with pytest.raises(ValueError, match="queue_seconds"):
-        jobs = jobs_frame().drop("queue_seconds")
-        render_review(MONTH, "x", clusters_frame(), departments_frame(), jobs)
+        make_inputs(jobs=jobs_frame().drop("queue_seconds"))
 
 
-def test_blocks_compose() -> None:
-    only = [headline_section, lambda inputs: None]
-    frames = clusters_frame(), departments_frame(), jobs_frame()
-    page = render_review(MONTH, "x", *frames, blocks=only)
-    assert re.findall(r'<section id="([^"]+)"', page) == ["headline"]
-    assert len(REVIEW_BLOCKS) >= 6
+def test_blocks_compose_and_extra_sections_go_before_how_to_read() -> None:
+    extra = Section("chargeback-reconciliation", "Chargeback <reconciliation>", Html("<p>sums match</p>"))
+    page = render_review(make_inputs(), blocks=[headline_section, lambda inputs: None], extra_sections=[extra])
+    assert section_ids(page) == ["headline", "chargeback-reconciliation", "how-to-read"]
+    assert "Chargeback &lt;reconciliation&gt;" in page and "<p>sums match</p>" in page
+    assert len(REVIEW_BLOCKS) >= 15 and len(CLOSING_BLOCKS) == 1
+    with pytest.raises(TypeError):
+        render_review(make_inputs(), extra_sections=["<p>raw</p>"])  # type: ignore[list-item]
 
 
 def test_rendering_is_deterministic(page: str) -> None:
-    again = render_review(
-        MONTH, "warehouse test.duckdb", clusters_frame(), departments_frame(), jobs_frame()
-    )
-    assert again == page
+    assert render_review(make_inputs()) == page
 
 
 def test_print_stylesheet(page: str) -> None:
     css = re.search(r"@media print \{.*\n\}", page, flags=re.S).group(0)
-    assert "break-before: page" in css and "width: 720px" in css
-    assert "background: #fff" in css
-    _, layout = figure_json(page, "fig-utilization")
-    assert layout["width"] == 720
+    assert "size: landscape" in css and "width: 720px" in css and "background: #fff" in css
+    assert "td.text, td.num, th { white-space: normal; }" in css  # no cut-off columns on paper
+    assert ".table-wrap { overflow: visible; }" in css and "thead { display: table-header-group; }" in css
+    for div_id in FIGURES:
+        assert figure_json(page, div_id)[1]["width"] == 720
 
 
 def test_table_escapes_headers_and_cells_and_sections_need_html() -> None:
@@ -324,11 +229,11 @@ def test_unmapped_name_matches_the_config_contract() -> None:
 
 def test_unallocated_capacity_row_is_not_a_department() -> None:
     """The mart's (unallocated) capacity row is infra idle (headline), not a department row or bar."""
-    departments = departments_frame().with_columns(pl.lit(False).alias("is_unallocated"))
-    capacity_row = departments.head(1).with_columns(
+    departments = departments_frame()
+    capacity_row = departments.slice(1, 1).with_columns(
         pl.lit("(unallocated)").alias("department"), pl.lit("(unallocated)").alias("division"),
         pl.lit(9999.0).alias("gpu_hours"), pl.lit(True).alias("is_unallocated"),
-    )
-    html = render_review(MONTH, "x", clusters_frame(), pl.concat([departments, capacity_row]), jobs_frame())
+    )  # fmt: skip
+    html = render_review(make_inputs(departments=pl.concat([departments, capacity_row])))
     assert "(unallocated)" not in html
     assert "9,999" not in html

@@ -1,0 +1,76 @@
+"""The chargeback reconciliation section of the monthly review (pure: frames in, Section out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from reports.html import Column, Html, Section, join, paragraph, render_table
+
+CHECK_LABELS = {
+    "capacity_balanced": "charged + idle = capacity",
+    "cost_balanced": "cost = quantity x price (cent)",
+    "departments_balanced": "departments = job detail",
+    "jobs_balanced": "every job in one row",
+}
+
+
+def _money(value: Any) -> str:
+    return "n/a" if value is None else f"{value:,.2f}"
+
+
+def _hours(value: Any) -> str:
+    return "n/a" if value is None else f"{value:,.1f}"
+
+
+def _ok(value: Any) -> str:
+    return "ok" if value else "FAILED"
+
+
+def _departments(focus: pl.DataFrame) -> pl.DataFrame:
+    usage = pl.col("x_ChargeKind") == "usage"
+    return (
+        focus.group_by("cluster", pl.col("SubAccountId").alias("department"))
+        .agg(
+            pl.col("PricingQuantity").filter(usage).sum().alias("gpu_hours"),
+            pl.col("BilledCost").filter(usage).sum().alias("usage_cost"),
+            pl.col("BilledCost").filter(~usage).sum().alias("idle_cost"),
+            pl.col("BilledCost").filter(pl.col("ChargeClass") == "Correction").sum().alias("correction_cost"),
+            pl.col("BilledCost").sum().alias("total_cost"),
+        )
+        .sort("cluster", "total_cost", "department", descending=[False, True, False])
+    )
+
+
+def chargeback_section(reconciliation: pl.DataFrame, focus: pl.DataFrame, month: str, currency: str) -> Section:
+    """``reconciliation``: marts.mart_chargeback_reconciliation rows of the month;
+    ``focus``: marts.fct_chargeback_focus rows of the billing month (regular + corrections)."""
+    if reconciliation.is_empty():
+        body = paragraph(f"No chargeback for {month}: the chargeback assets have not run.", class_="empty")
+        return Section("chargeback", "Chargeback reconciliation", body)
+    failed = [label for flag, label in CHECK_LABELS.items() if not reconciliation.get_column(flag).all()]
+    verdict = (f"Reconciliation FAILED ({', '.join(failed)}): the export is blocked until fixed." if failed
+               else f"All reconciliation checks pass for {month}; amounts in {currency}.")
+    clusters = render_table(reconciliation, [
+        Column("cluster", "Cluster"),
+        Column("capacity_gpu_hours", "Capacity (GPU-h)", _hours, numeric=True),
+        Column("charged_gpu_hours", "Charged (GPU-h)", _hours, numeric=True),
+        Column("idle_gpu_hours", "Idle (GPU-h)", _hours, numeric=True),
+        Column("billed_cost", f"Billed ({currency})", _money, numeric=True),
+        Column("idle_cost", f"Idle cost ({currency})", _money, numeric=True),
+        Column("correction_cost", f"Corrections ({currency})", _money, numeric=True),
+        Column("job_detail_cost", f"Job detail ({currency})", _money, numeric=True),
+        *[Column(flag, label, _ok) for flag, label in CHECK_LABELS.items()],
+    ])
+    departments = render_table(_departments(focus), [
+        Column("cluster", "Cluster"),
+        Column("department", "Department (SubAccount)", wrap=True),
+        Column("gpu_hours", "Charged GPU-h", _hours, numeric=True),
+        Column("usage_cost", f"Usage ({currency})", _money, numeric=True),
+        Column("idle_cost", f"Idle share ({currency})", _money, numeric=True),
+        Column("correction_cost", f"Corrections ({currency})", _money, numeric=True),
+        Column("total_cost", f"Total ({currency})", _money, numeric=True),
+    ], empty="No FOCUS rows for this billing month.")
+    body: Html = join([paragraph(verdict, class_="notice" if failed else "note"), clusters, departments])
+    return Section("chargeback", "Chargeback reconciliation", body)

@@ -1,0 +1,178 @@
+"""What a review renders from: typed frames (the asset reads them from the marts) and settings.
+
+Reports never read the warehouse or the config: ``build_inputs`` takes the frames and the
+few settings the pages need (prices, quotas, thresholds) and conforms each frame to the
+columns the pages read, so a missing column is an error and an empty frame is typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from types import MappingProxyType
+
+import polars as pl
+
+F64, STR, I64 = pl.Float64, pl.String, pl.Int64
+TREND_MONTHS = 12
+CLUSTER_SCHEMA = {
+    "cluster": STR, "month": pl.Date, "capacity_gpu_hours": F64, "allocated_gpu_hours": F64,
+    "active_gpu_hours": F64, "idle_gpu_hours": F64, "job_count": I64, "sample_coverage": F64,
+    "jobs_without_samples": I64, "queue_seconds_p50": F64, "queue_seconds_p95": F64,
+}  # fmt: skip
+DEPARTMENT_SCHEMA = {
+    "cluster": STR, "month": pl.Date, "division": STR, "department": STR, "job_count": I64,
+    "user_count": I64, "gpu_hours": F64, "measured_gpu_hours": F64, "active_gpu_hours": F64,
+    "idle_gpu_hours": F64, "zero_util_gpu_hours": F64, "utilization": F64, "energy_kwh": F64,
+    "queue_seconds_p50": F64, "queue_seconds_p95": F64, "share_of_capacity": F64,
+}  # fmt: skip
+JOB_SCHEMA = {
+    "cluster": STR, "job_id": STR, "job_name": STR, "user_name": STR, "account": STR,
+    "department": STR, "partition_name": STR, "state": STR, "start_time": pl.Datetime("us"),
+    "gpus": F64, "gpu_model": STR, "gpu_hours": F64, "active_gpu_hours": F64,
+    "utilization": F64, "utilization_signal": STR, "idle_gpu_hours": F64, "queue_seconds": F64,
+    "n_samples": F64,
+}  # fmt: skip
+HOURLY_SCHEMA = {
+    "cluster": STR, "hour": pl.Datetime("us"), "capacity_seconds": F64,
+    "allocated_seconds": F64, "active_seconds": F64, "n_samples": F64, "expected_samples": F64,
+}  # fmt: skip
+MODEL_SCHEMA = {
+    "cluster": STR, "month": pl.Date, "gpu_model": STR, "capacity_gpu_hours": F64,
+    "allocated_gpu_hours": F64, "gpu_hours": F64, "idle_gpu_hours": F64,
+}  # fmt: skip
+FLAG_SCHEMA = {
+    "cluster": STR, "job_id": STR, "job_id_raw": STR, "start_time": pl.Datetime("us"),
+    "user_name": STR, "account": STR, "department": STR, "partition_name": STR,
+    "job_name": STR, "gpus": F64, "gpu_model": STR, "gpu_hours": F64, "utilization": F64,
+    "reason": STR, "severity": STR, "detail": STR, "recommendation": STR,
+    "wasted_gpu_hours": F64, "idle_gpu_hours": F64, "idle_cost": F64,
+}  # fmt: skip
+USER_SCHEMA = {
+    "cluster": STR, "user_name": STR, "department": STR, "job_count": I64, "gpu_hours": F64,
+    "active_gpu_hours": F64, "idle_gpu_hours": F64, "zero_util_gpu_hours": F64,
+    "utilization": F64, "idle_cost": F64, "flagged_job_count": I64, "wasted_gpu_hours": F64,
+    "is_zero_util_over_threshold": pl.Boolean, "is_low_efficiency": pl.Boolean,
+}  # fmt: skip
+
+
+def conform(frame: pl.DataFrame | None, schema: dict, name: str) -> pl.DataFrame:
+    """Keep only the columns the report reads; an empty frame becomes a typed empty frame."""
+    if frame is None or frame.is_empty():
+        return pl.DataFrame(schema=schema)
+    missing = sorted(set(schema) - set(frame.columns))
+    if missing:
+        raise ValueError(f"{name} frame lacks columns: {', '.join(missing)}")
+    return frame.select(pl.col(column).cast(dtype) for column, dtype in schema.items())
+
+
+def previous_month(month: date) -> date:
+    return date(month.year - (month.month == 1), (month.month - 2) % 12 + 1, 1)
+
+
+def first_trend_month(month: date) -> date:
+    """The first of the ``TREND_MONTHS`` months ending with ``month``."""
+    first = month
+    for _ in range(TREND_MONTHS - 1):
+        first = previous_month(first)
+    return first
+
+
+def hours_in_month(month: date) -> float:
+    following = date(month.year + (month.month == 12), month.month % 12 + 1, 1)
+    return (following - month).days * 24.0
+
+
+@dataclass(frozen=True)
+class ReviewSettings:
+    """The config values the pages use, passed in plain (reports do not import the config).
+
+    ``prices``: price of one GPU-hour per GPU model as the data names it (MIG slices are
+    priced by their base model, see ``reports.costs``); ``quotas``: GPUs per department,
+    ``None`` when no quotas are configured.
+    """
+
+    currency: str = ""
+    prices: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    quotas: Mapping[str, float] | None = None
+    overcommit_ratio: float = 1.0
+    low_efficiency_gpu_hours: float = 50.0
+    low_efficiency_utilization: float = 0.25
+
+
+@dataclass(frozen=True)
+class ReviewInputs:
+    """Frames of one review. ``clusters``, ``departments`` and ``models`` hold up to 12
+    months (trends, previous month); the other frames hold the reviewed month only."""
+
+    month: date
+    generated_from: str
+    clusters: pl.DataFrame
+    departments: pl.DataFrame
+    jobs: pl.DataFrame
+    hourly: pl.DataFrame
+    models: pl.DataFrame
+    flags: pl.DataFrame
+    users: pl.DataFrame
+    settings: ReviewSettings
+
+    def this_month(self, frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.filter(pl.col("month") == self.month)
+
+    @property
+    def cluster_names(self) -> list[str]:
+        frames = (self.this_month(self.clusters), self.this_month(self.departments), self.jobs)
+        return sorted(set().union(*(f["cluster"].drop_nulls().to_list() for f in frames)))
+
+    @property
+    def multi_cluster(self) -> bool:
+        return len(self.cluster_names) > 1
+
+
+def _job_departments(departments: pl.DataFrame | None) -> pl.DataFrame | None:
+    """Department rows only: the mart's unallocated-capacity row is infra idle (headline)."""
+    if departments is None or "is_unallocated" not in departments.columns:
+        return departments
+    return departments.filter(~pl.col("is_unallocated").fill_null(False))
+
+
+def _with_month(frame: pl.DataFrame | None, month: date) -> pl.DataFrame | None:
+    """Frames of one month may come without ``month``: they are that month's rows."""
+    if frame is None or frame.is_empty() or "month" in frame.columns:
+        return frame
+    return frame.with_columns(pl.lit(month).alias("month"))
+
+
+def build_inputs(
+    month: date,
+    generated_from: str,
+    *,
+    clusters: pl.DataFrame | None = None,
+    departments: pl.DataFrame | None = None,
+    jobs: pl.DataFrame | None = None,
+    hourly: pl.DataFrame | None = None,
+    models: pl.DataFrame | None = None,
+    flags: pl.DataFrame | None = None,
+    users: pl.DataFrame | None = None,
+    settings: ReviewSettings | None = None,
+) -> ReviewInputs:
+    first = first_trend_month(month)
+
+    def window(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.filter(pl.col("month").is_between(first, month))
+
+    return ReviewInputs(
+        month=month,
+        generated_from=generated_from,
+        clusters=window(conform(_with_month(clusters, month), CLUSTER_SCHEMA, "clusters")),
+        departments=window(
+            conform(_with_month(_job_departments(departments), month), DEPARTMENT_SCHEMA, "departments")
+        ),
+        jobs=conform(jobs, JOB_SCHEMA, "jobs"),
+        hourly=conform(hourly, HOURLY_SCHEMA, "hourly"),
+        models=window(conform(_with_month(models, month), MODEL_SCHEMA, "models")),
+        flags=conform(flags, FLAG_SCHEMA, "flags"),
+        users=conform(users, USER_SCHEMA, "users"),
+        settings=settings or ReviewSettings(),
+    )

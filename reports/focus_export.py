@@ -1,0 +1,51 @@
+"""The chargeback export files of a billing month, written atomically:
+
+- ``<dir>/YYYY-MM/chargeback_focus.csv`` and ``.parquet``: FOCUS 1.2 columns then ``x_`` ones
+  (transforms.fct_chargeback_focus FOCUS_COLUMNS + X_COLUMNS, in that order). CSV: timestamps
+  ``YYYY-MM-DDTHH:MM:SSZ``, decimals as plain decimal text (``2.500000``, ``12.40``), null as
+  an empty field. Parquet: decimals as decimal128, timestamps as UTC timestamps.
+- ``<dir>/YYYY-MM/chargeback_jobs.csv``: the per-job detail (fct_chargeback_jobs columns).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+
+from reports.write import write_atomic_with
+from transforms.fct_chargeback_focus import FOCUS_COLUMNS, ROW_KEY, X_COLUMNS
+from transforms.fct_chargeback_jobs import LINE_KEY
+from transforms.fct_chargeback_jobs import SCHEMA as JOBS_SCHEMA
+
+_MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+EXPORT_COLUMNS = [*FOCUS_COLUMNS, *X_COLUMNS]
+
+
+def focus_frame(focus: pl.DataFrame) -> pl.DataFrame:
+    """fct_chargeback_focus rows -> the export columns in order (typed; timestamps UTC)."""
+    ordered = focus.sort(["charge_month", "ChargeClass", *ROW_KEY], nulls_last=True)
+    return ordered.select(
+        pl.col(c).dt.replace_time_zone("UTC") if isinstance(t, pl.Datetime) else pl.col(c)
+        for c, t in {**FOCUS_COLUMNS, **X_COLUMNS}.items()
+    )
+
+
+def _csv_text(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(pl.col(pl.Datetime).dt.strftime(TIME_FORMAT))
+
+
+def write_chargeback_files(focus: pl.DataFrame, jobs: pl.DataFrame, reports_dir: Path, month: str) -> dict[str, Path]:
+    """Write the billing month's three files; returns {"focus_csv", "focus_parquet", "jobs_csv"} paths."""
+    if not _MONTH.fullmatch(month):
+        raise ValueError(f"month must be YYYY-MM, got {month!r}")
+    folder = Path(reports_dir) / month
+    export = focus_frame(focus)
+    detail = jobs.select(list(JOBS_SCHEMA)).sort(["charge_month", "charge_class", *LINE_KEY], nulls_last=True)
+    return {
+        "focus_csv": write_atomic_with(folder / "chargeback_focus.csv", lambda p: _csv_text(export).write_csv(p)),
+        "focus_parquet": write_atomic_with(folder / "chargeback_focus.parquet", lambda p: export.write_parquet(p)),
+        "jobs_csv": write_atomic_with(folder / "chargeback_jobs.csv", lambda p: _csv_text(detail).write_csv(p)),
+    }

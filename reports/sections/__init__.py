@@ -1,0 +1,1 @@
+"""Blocks of the review and department pages: each is ``ReviewInputs -> Section | None``."""

@@ -1,0 +1,128 @@
+"""FOCUS 1.2 conformance rules for the chargeback export, as a list of problems (empty = ok).
+
+Written from the FOCUS 1.2 column requirements (FinOps-Open-Cost-and-Usage-Spec/FOCUS_Spec):
+mandatory columns present and typed, nullability, allowed values, ISO 8601 UTC date-times with
+``Z``, exclusive period ends, decimals as plain decimal text, custom columns ``x_``-prefixed
+and after every FOCUS column, cost = unit price x pricing quantity where both are set.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+import polars as pl
+
+MANDATORY = [
+    "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
+    "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodEnd",
+    "ChargePeriodStart", "ContractedCost", "EffectiveCost", "InvoiceIssuerName", "ListCost", "PricingQuantity",
+    "PricingUnit", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
+]
+CONDITIONAL = [
+    "ConsumedQuantity", "ConsumedUnit", "ListUnitPrice", "ContractedUnitPrice", "ResourceId", "ResourceName",
+    "ResourceType", "SkuId", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
+]
+OTHER_FOCUS = [
+    "AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName", "ChargeFrequency",
+    "HostProviderName", "PricingCategory", "ServiceProviderName", "SkuMeter",
+]
+NOT_NULL = [c for c in MANDATORY if c != "ChargeClass"]
+DATETIMES = ["BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"]
+DECIMALS = ["BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity", "ConsumedQuantity",
+            "ListUnitPrice", "ContractedUnitPrice"]
+SERVICE_CATEGORIES = {
+    "AI and Machine Learning", "Analytics", "Business Applications", "Compute", "Databases", "Developer Tools",
+    "Multicloud", "Identity", "Integration", "Internet of Things", "Management and Governance", "Media",
+    "Migration", "Mobile", "Networking", "Security", "Storage", "Web", "Other",
+}
+_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+_DECIMAL = re.compile(r"^-?\d+(\.\d+)?$")
+_CENT = Decimal("0.01")
+
+
+def _order_problems(columns: list[str]) -> list[str]:
+    problems = [f"missing column {c}" for c in MANDATORY + CONDITIONAL if c not in columns]
+    focus = set(MANDATORY + CONDITIONAL + OTHER_FOCUS)
+    problems += [f"custom column {c} lacks the x_ prefix" for c in columns if c not in focus and not c.startswith("x_")]
+    custom = [i for i, c in enumerate(columns) if c.startswith("x_")]
+    if custom and any(i > min(custom) for i, c in enumerate(columns) if c in focus):
+        problems.append("x_ columns must come after every FOCUS column")
+    return problems
+
+
+def _row_problems(index: int, row: dict[str, str | None]) -> list[str]:
+    where = f"row {index}"
+    problems = [f"{where}: {c} is null" for c in NOT_NULL if row.get(c) in (None, "")]
+    problems += [f"{where}: {c}={row[c]!r} is not ISO 8601 UTC with Z" for c in DATETIMES
+                 if row.get(c) and not _TIME.match(row[c])]
+    problems += [f"{where}: {c}={row[c]!r} is not a plain decimal" for c in DECIMALS
+                 if row.get(c) not in (None, "") and not _DECIMAL.match(row[c])]
+    if problems:
+        return problems
+    if row["ChargeCategory"] != "Usage":
+        problems.append(f"{where}: ChargeCategory {row['ChargeCategory']!r}")
+    if row["ChargeClass"] not in (None, "", "Correction"):
+        problems.append(f"{where}: ChargeClass {row['ChargeClass']!r}")
+    if row["ServiceCategory"] not in SERVICE_CATEGORIES:
+        problems.append(f"{where}: ServiceCategory {row['ServiceCategory']!r}")
+    if not re.fullmatch(r"[A-Z]{3}", row["BillingCurrency"]):
+        problems.append(f"{where}: BillingCurrency {row['BillingCurrency']!r}")
+    if not (row["BillingPeriodStart"] < row["BillingPeriodEnd"] and row["ChargePeriodStart"] < row["ChargePeriodEnd"]):
+        problems.append(f"{where}: a period does not end after it starts")
+    if not row["BillingPeriodStart"].endswith("-01T00:00:00Z") or not row["BillingPeriodEnd"].endswith("-01T00:00:00Z"):
+        problems.append(f"{where}: billing period is not a calendar month [first, next first)")
+    correction = row["ChargeClass"] == "Correction"
+    inside = row["BillingPeriodStart"] <= row["ChargePeriodStart"] and row["ChargePeriodEnd"] <= row["BillingPeriodEnd"]
+    if correction and row["ChargePeriodStart"] >= row["BillingPeriodStart"]:
+        problems.append(f"{where}: a correction must belong to an earlier charge period")
+    if not correction and not inside:
+        problems.append(f"{where}: charge period outside its billing period")
+    try:
+        tags = json.loads(row.get("Tags") or "{}")
+    except json.JSONDecodeError:
+        tags = None
+    if not isinstance(tags, dict):
+        problems.append(f"{where}: Tags is not a JSON object")
+    if row.get("ConsumedQuantity") and not row.get("ConsumedUnit"):
+        problems.append(f"{where}: ConsumedUnit null with a ConsumedQuantity")
+    if row.get("PricingQuantity") and not row.get("SkuPriceId"):
+        problems.append(f"{where}: SkuPriceId null with a PricingQuantity")
+    if not correction:
+        for price in ("ListUnitPrice", "ContractedUnitPrice"):
+            if not row.get(price):
+                problems.append(f"{where}: {price} null on a usage row")
+        if not problems:
+            qty = Decimal(row["PricingQuantity"])
+            for cost, price in (("ListCost", "ListUnitPrice"), ("ContractedCost", "ContractedUnitPrice")):
+                expected = (qty * Decimal(row[price])).quantize(_CENT, rounding=ROUND_HALF_UP)
+                if Decimal(row[cost]) != expected:
+                    problems.append(f"{where}: {cost} {row[cost]} != {price} x PricingQuantity = {expected}")
+    return problems
+
+
+def csv_problems(path: Path) -> list[str]:
+    """Problems of a chargeback_focus.csv (read as text: the file's own spelling is checked)."""
+    frame = pl.read_csv(path, infer_schema=False)
+    problems = _order_problems(frame.columns)
+    for index, row in enumerate(frame.iter_rows(named=True)):
+        problems += _row_problems(index, row)
+    return problems
+
+
+def parquet_problems(path: Path) -> list[str]:
+    """Types of a chargeback_focus.parquet: decimals, UTC timestamps, strings."""
+    schema = pl.read_parquet_schema(path)
+    problems = _order_problems(list(schema))
+    for column in DECIMALS:
+        if column in schema and not schema[column].is_decimal():
+            problems.append(f"{column} is {schema[column]}, not a decimal")
+    for column in DATETIMES:
+        if schema.get(column) != pl.Datetime("us", "UTC"):
+            problems.append(f"{column} is {schema.get(column)}, not a UTC timestamp")
+    for column in MANDATORY + CONDITIONAL:
+        if column not in DECIMALS + DATETIMES and schema.get(column) != pl.String:
+            problems.append(f"{column} is {schema.get(column)}, not a string")
+    return problems
