@@ -11,6 +11,8 @@ from datetime import date, datetime
 
 import polars as pl
 
+from transforms.run_order import in_run_order
+
 SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
     "month": pl.Date(),
@@ -49,8 +51,8 @@ def mart_cluster_monthly(job_usage: pl.DataFrame, capacity: pl.DataFrame, month:
     ``utilization`` is active / allocated GPU-hours over the jobs that have samples, so jobs
     without samples neither count as idle nor as busy (they are counted separately).
     """
-    started = job_usage.filter(pl.col("start_time").is_not_null())
-    per_cluster = started.group_by("cluster").agg(
+    started = in_run_order(job_usage).filter(pl.col("start_time").is_not_null())
+    per_cluster = started.group_by("cluster", maintain_order=True).agg(
         pl.col("gpu_hours").sum().alias("allocated_gpu_hours"),
         pl.col("active_gpu_hours").sum().alias("active_gpu_hours"),
         pl.col("idle_gpu_hours").sum().alias("idle_gpu_hours"),

@@ -25,6 +25,8 @@ from datetime import datetime
 
 import polars as pl
 
+from transforms.run_order import in_run_order
+
 UNALLOCATED = "(unallocated)"
 PREEMPTED_STATES = ("PREEMPTED",)
 
@@ -63,7 +65,7 @@ def _department_rows(job_usage: pl.DataFrame) -> pl.DataFrame:
     preempted = pl.col("state").is_in(PREEMPTED_STATES)
     queue = pl.col("queue_seconds")
     gpu_hours = pl.col("gpu_hours").fill_null(0.0)
-    return job_usage.group_by(GROUP_KEY, maintain_order=True).agg(
+    return in_run_order(job_usage).group_by(GROUP_KEY, maintain_order=True).agg(
         pl.len().alias("job_count"),
         pl.col("user_name").n_unique().alias("user_count"),
         gpu_hours.sum().alias("gpu_hours"),

@@ -18,6 +18,7 @@ import polars as pl
 
 from transforms.flag_rules import Thresholds
 from transforms.flag_rules.costs import with_idle_cost
+from transforms.run_order import in_run_order
 
 KEY = ["cluster", "user_name", "department", "division"]
 
@@ -44,7 +45,7 @@ SCHEMA: dict[str, pl.DataType] = {
 
 def _per_user_usage(usage: pl.DataFrame) -> pl.DataFrame:
     measured = pl.col("utilization").is_not_null()
-    return usage.filter(pl.col("gpu_hours") > 0).group_by(KEY).agg(
+    return usage.filter(pl.col("gpu_hours") > 0).group_by(KEY, maintain_order=True).agg(
         pl.len().cast(pl.Int64).alias("job_count"),
         pl.col("gpu_hours").sum(),
         pl.col("active_gpu_hours").fill_null(0.0).sum(),
@@ -57,8 +58,8 @@ def _per_user_usage(usage: pl.DataFrame) -> pl.DataFrame:
 
 
 def _per_user_flags(flags: pl.DataFrame) -> pl.DataFrame:
-    per_run = flags.group_by([*KEY, "job_id_raw", "start_time"]).agg(pl.col("wasted_gpu_hours").max())
-    return per_run.group_by(KEY).agg(
+    per_run = flags.group_by([*KEY, "job_id_raw", "start_time"], maintain_order=True).agg(pl.col("wasted_gpu_hours").max())
+    return per_run.group_by(KEY, maintain_order=True).agg(
         pl.len().cast(pl.Int64).alias("flagged_job_count"), pl.col("wasted_gpu_hours").sum()
     )
 
@@ -75,10 +76,10 @@ def mart_user_monthly(
 
     ``usage``: fct_job_usage rows of the month; ``flags``: fct_job_flags rows of the month.
     """
-    users = _per_user_usage(with_idle_cost(usage, prices, currency))
+    users = _per_user_usage(with_idle_cost(in_run_order(usage), prices, currency))
     measured = pl.col("_measured_gpu_hours")
     frame = (
-        users.join(_per_user_flags(flags), on=KEY, how="left", nulls_equal=True)
+        users.join(_per_user_flags(in_run_order(flags)), on=KEY, how="left", nulls_equal=True)
         .with_columns(
             pl.col("flagged_job_count").fill_null(0),
             pl.col("wasted_gpu_hours").fill_null(0.0),

@@ -26,6 +26,12 @@ TABLES = [
     "marts.fct_gpu_hourly",
     "marts.mart_department_monthly",
     "marts.mart_cluster_monthly",
+    "intermediate.int_gpu_minutes_attributed",
+    "marts.fct_job_flags",
+    "marts.mart_user_monthly",
+    "marts.fct_chargeback_jobs",
+    "marts.fct_chargeback_focus",
+    "marts.mart_chargeback_reconciliation",
 ]
 
 
@@ -75,6 +81,10 @@ def test_outputs_are_printed_and_written(month_run: dict) -> None:
     assert str(review) in month_run["output"].replace("\n", "")
     html = review.read_text()
     assert html.count("<html") == 1
+    month_dir = review.parent
+    for name in ("flagged_jobs.csv", "chargeback_focus.csv", "chargeback_focus.parquet", "chargeback_jobs.csv"):
+        assert (month_dir / name).is_file(), name
+    assert list((month_dir / "departments").glob("*.html")), "no department pages"
 
 
 def test_rerun_gives_identical_rows(month_run: dict) -> None:
@@ -157,3 +167,10 @@ def test_review_renders_in_chromium_offline(month_run: dict, tmp_path: Path) -> 
     assert page.plots_rendered == review.read_text().count("Plotly.newPlot(") >= 2
     assert page.screenshot is not None and page.screenshot.stat().st_size > 20_000
     assert "unmapped" in page.text
+    assert "All reconciliation checks pass" in page.text  # the chargeback section of the review
+    departments = sorted((review.parent / "departments").glob("*.html"))
+    for department in departments[:2]:
+        sub = load_page(department, tmp_path / f"{department.stem}.png")
+        assert sub.console_errors == [] and sub.page_errors == [], department.name
+        assert [url for url in sub.requests if not url.startswith("file:")] == []
+        assert sub.plots_rendered == department.read_text().count("Plotly.newPlot(") >= 1, department.name
