@@ -111,6 +111,14 @@ def _run_month(config_path: Path, settings: Config, month: str) -> None:
     out.print(f"month {outputs.month}: {outputs.days} daily partitions + monthly marts", highlight=False)
     out.print(f"  warehouse: {outputs.warehouse}", highlight=False)
     out.print(f"  review:    {outputs.review}", highlight=False)
+    month_dir = outputs.review.parent
+    pages = sorted((month_dir / "departments").glob("*.html"))
+    if pages:
+        out.print(f"  departments: {len(pages)} pages in {month_dir / 'departments'}", highlight=False)
+    for label, name in (("flags", "flagged_jobs.csv"), ("chargeback", "chargeback_focus.csv"),
+                        ("chargeback", "chargeback_focus.parquet"), ("job detail", "chargeback_jobs.csv")):
+        if (month_dir / name).is_file():
+            out.print(f"  {label + ':':<11}{month_dir / name}", highlight=False)
 
 
 @app.command()

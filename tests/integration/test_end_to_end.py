@@ -82,8 +82,11 @@ def test_outputs_are_printed_and_written(month_run: dict) -> None:
     html = review.read_text()
     assert html.count("<html") == 1
     month_dir = review.parent
+    printed = month_run["output"].replace("\n", "")
     for name in ("flagged_jobs.csv", "chargeback_focus.csv", "chargeback_focus.parquet", "chargeback_jobs.csv"):
         assert (month_dir / name).is_file(), name
+        assert str(month_dir / name) in printed, name
+    assert f"pages in {month_dir / 'departments'}" in printed
     assert list((month_dir / "departments").glob("*.html")), "no department pages"
 
 
