@@ -92,10 +92,16 @@ class Column:
     fmt: Callable[[Any], str] = fmt_text
     numeric: bool = False
     wrap: bool = False  # free text (names) may break anywhere; ids, times, numbers never
+    prose: bool = False  # sentences (evidence, recommendations): a wide wrapping column
+    words: bool = False  # a list of codes or words: breaks between them, never inside one
 
     @property
     def css(self) -> str:
-        return "num" if self.numeric else "text wrap" if self.wrap else "text"
+        if self.numeric:
+            return "num"
+        if self.prose or self.words:
+            return "text prose" if self.prose else "text words"
+        return "text wrap" if self.wrap else "text"
 
 
 def render_table(

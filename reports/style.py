@@ -3,7 +3,7 @@
 PAGE_CSS = """
 :root { color-scheme: light; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
-  color: #1b1f24; background: #fff; margin: 0 auto; max-width: 1280px; padding: 1.5rem;
+  color: #1b1f24; background: #fff; margin: 0 auto; max-width: 1600px; padding: 1.5rem;
   line-height: 1.45; font-size: 15px; }
 h1 { font-size: 1.6rem; margin: 0 0 .25rem; }
 h2 { font-size: 1.25rem; border-bottom: 2px solid #d0d7de; padding-bottom: .2rem; }
@@ -17,6 +17,8 @@ th { background: #f3f5f7; text-align: left; }
 .table-wrap { overflow-x: auto; }
 td.text { white-space: nowrap; }
 td.wrap { white-space: normal; overflow-wrap: anywhere; min-width: 5rem; max-width: 16rem; }
+td.prose { white-space: normal; min-width: 12rem; max-width: 20rem; overflow-wrap: break-word; }
+td.words { white-space: normal; min-width: 8rem; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
 td.num { white-space: nowrap; }
 tr.needs-mapping td { background: #fff4cc; font-weight: 600; }
@@ -41,7 +43,7 @@ section.block.compact { margin: 1rem 0; }
   .table-wrap { overflow: visible; }
   /* no cut-off columns: every cell may wrap on paper, long names anywhere */
   td.text, td.num, th { white-space: normal; }
-  td.wrap { max-width: none; min-width: 0; }
+  td.wrap, td.prose, td.words { max-width: none; min-width: 0; }
   th, td { padding: .15rem .25rem; }
   a { color: #000; text-decoration: none; }
   thead { display: table-header-group; }

@@ -44,18 +44,18 @@ def flagged_runs(flags: pl.DataFrame) -> pl.DataFrame:
 
 
 def flagged_job_columns(inputs: ReviewInputs, with_department: bool = True) -> list[Column]:
+    """Fits a landscape page: account, partition and GPU model are in flagged_jobs.csv."""
     currency = inputs.settings.currency or "currency"
     columns = [
         Column("job_id", "job ID"), Column("job_name", "job name", wrap=True),
-        Column("user_name", "user", wrap=True), Column("account", "account", wrap=True),
+        Column("user_name", "user", wrap=True),
         *([Column("department", "department", figures.department_label, wrap=True)] if with_department else []),
-        Column("partition_name", "partition"), Column("gpus", "GPUs", fmt_trimmed, True),
-        Column("gpu_model", "GPU model"), Column("gpu_hours", "GPU-hours", fmt_hours, True),
+        Column("gpus", "GPUs", fmt_trimmed, True), Column("gpu_hours", "GPU-hours", fmt_hours, True),
         Column("utilization", "utilization (%)", fmt_pct, True),
         Column("wasted_gpu_hours", "wasted GPU-hours", fmt_hours, True),
         Column("idle_cost", f"idle cost ({currency})", fmt_money, True),
-        Column("severity", "severity"), Column("reasons", "reasons", wrap=True),
-        Column("details", "evidence", wrap=True), Column("recommendations", "recommendation", wrap=True),
+        Column("severity", "severity"), Column("reasons", "reasons", words=True),
+        Column("recommendations", "recommendation", prose=True), Column("details", "evidence", prose=True),
     ]  # fmt: skip
     return ([Column("cluster", "cluster")] if inputs.multi_cluster else []) + columns
 

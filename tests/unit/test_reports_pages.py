@@ -76,7 +76,7 @@ def test_department_page_escapes_every_data_string(pages: dict[str, str]) -> Non
     for raw in (EVIL_JOB, EVIL_DEPT, EVIL_USER, EVIL_ACCOUNT, "<b>check</b>"):
         assert raw not in rest
     assert f"<title>GPU use of {esc(EVIL_DEPT)}, 2025-03</title>" in page
-    for section_id, raw in (("users", EVIL_USER), ("flagged-jobs", EVIL_JOB), ("flagged-jobs", EVIL_ACCOUNT),
+    for section_id, raw in (("users", EVIL_USER), ("flagged-jobs", EVIL_JOB), ("top-idle-jobs", EVIL_ACCOUNT),
                             ("top-idle-jobs", EVIL_JOB)):  # fmt: skip
         assert esc(raw) in section(page, section_id), section_id
 
