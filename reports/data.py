@@ -34,6 +34,9 @@ JOB_SCHEMA = {
     "utilization": F64, "utilization_signal": STR, "idle_gpu_hours": F64, "queue_seconds": F64,
     "n_samples": F64,
 }  # fmt: skip
+# Kept when the jobs frame has it (fct_job_usage does; frames built before Kubernetes may not):
+# the review's scheduler table shows when a month has more than one scheduler.
+OPTIONAL_JOB_COLUMNS = {"scheduler": STR}
 HOURLY_SCHEMA = {
     "cluster": STR, "hour": pl.Datetime("us"), "capacity_seconds": F64,
     "allocated_seconds": F64, "active_seconds": F64, "n_samples": F64, "expected_samples": F64,
@@ -169,7 +172,8 @@ def build_inputs(
         departments=window(
             conform(_with_month(_job_departments(departments), month), DEPARTMENT_SCHEMA, "departments")
         ),
-        jobs=conform(jobs, JOB_SCHEMA, "jobs"),
+        jobs=conform(jobs, JOB_SCHEMA | {k: v for k, v in OPTIONAL_JOB_COLUMNS.items()
+                                         if jobs is not None and k in jobs.columns}, "jobs"),
         hourly=conform(hourly, HOURLY_SCHEMA, "hourly"),
         models=window(conform(_with_month(models, month), MODEL_SCHEMA, "models")),
         flags=conform(flags, FLAG_SCHEMA, "flags"),

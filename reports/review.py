@@ -29,7 +29,7 @@ from reports.sections.overview import (
     utilization_section,
 )
 from reports.sections.time_profile import time_profile_section
-from reports.sections.usage import models_section, partitions_section
+from reports.sections.usage import models_section, partitions_section, schedulers_section
 from reports.trends import trends_section
 
 Block = Callable[[ReviewInputs], Section | None]
@@ -47,6 +47,7 @@ REVIEW_BLOCKS: tuple[Block, ...] = (
     top_users_section,
     utilization_section,
     time_profile_section,
+    schedulers_section,
     partitions_section,
     models_section,
     top_idle_jobs_section,

@@ -13,6 +13,10 @@ The basis for capacity, infra idle (capacity - allocated) and hour-of-day views.
   labelled on it (x its fraction), ``allocation_basis`` ``hpc_job_label``, when those add up
   to the GPU-seconds sacct says the host's runs held in that hour (else the spread applies:
   a run with a GPU that sent no samples cannot be placed).
+  Kubernetes pods add the seconds their pod-labelled samples stand for on the instance
+  (``pod_label`` + ``pod_shared`` samples x step, at most the hour, x its fraction; a
+  time-sliced GPU's pods share one GPU's seconds); ``allocation_basis`` ``pod_label`` where
+  no Slurm run held the host. A pod whose GPU sent no samples allocates nothing here.
 - ``active_seconds`` = allocated x the best-signal mean of the samples attributed to runs
   on that instance and hour (null when none were attributed).
 - ``n_samples`` (all samples of the instance), ``attributed_samples`` (tied to runs,
@@ -31,7 +35,7 @@ from datetime import datetime
 
 import polars as pl
 
-from transforms.int_gpu_minutes_attributed import ATTRIBUTED_METHODS
+from transforms.int_gpu_minutes_attributed import ATTRIBUTED_METHODS, POD_METHODS
 
 INSTANCE = ["cluster", "hostname", "gpu", "gpu_i_id"]
 RANKED = ["cluster", "hostname", "gpu", "gpu_i_profile", "_rank"]
@@ -122,6 +126,7 @@ def _sample_measures(attributed: pl.DataFrame) -> pl.DataFrame:
         pl.col("samples").filter(pl.col("attribution_method") == "unattributed").sum().alias("_unattributed"),
         pl.col("best_sum").filter(is_attributed).sum().alias("_best_sum"),
         pl.col("best_n").filter(is_attributed).sum().alias("_best_n"),
+        pl.col("samples").filter(pl.col("attribution_method").is_in(POD_METHODS)).sum().alias("_pod_samples"),
     )
 
 
@@ -156,13 +161,16 @@ def fct_gpu_hourly(
                                 <= 1e-6 * pl.max_horizontal(held, pl.lit(1.0)))
     )
     spread = pl.col("_held_gpu_seconds").fill_null(0.0) * pl.col("gpu_fraction") / pl.col("_host_capacity")
-    allocated = pl.when(pl.col("_by_label")).then(label_allocated).otherwise(spread)
+    pods = pl.min_horizontal(pl.col("_pod_samples").fill_null(0.0) * step_seconds, pl.lit(3600.0)) * pl.col("gpu_fraction")
+    allocated = pl.when(pl.col("_by_label")).then(label_allocated).otherwise(spread) + pods
     expected = max(1, 3600 // step_seconds)
     n_samples = pl.col("_samples").fill_null(0.0).round().cast(pl.Int64)
     frame = frame.with_columns(
         capacity_seconds=3600.0 * pl.col("gpu_fraction"),
         allocated_seconds=allocated,
-        allocation_basis=pl.when(pl.col("_held_gpu_seconds").is_null())
+        allocation_basis=pl.when(pl.col("_held_gpu_seconds").is_null() & (pl.col("_pod_samples").fill_null(0.0) > 0))
+        .then(pl.lit("pod_label"))
+        .when(pl.col("_held_gpu_seconds").is_null())
         .then(None)
         .when(pl.col("_by_label"))
         .then(pl.lit("hpc_job_label"))

@@ -12,6 +12,12 @@ start_time). ``attribution_method`` is the run's best method among its samples
 Utilization is the sample-weighted mean of the best activity signal present among the
 run's samples (sm_active, else gr_engine_active, else gpu_util); it is null without
 samples, and so are active/idle GPU hours. Energy is mean power x sampled time.
+
+Kubernetes jobs (``scheduler = 'kubernetes'``, from stg_kube__jobs and stg_kube__pods; see
+transforms/fct_job_usage_kube.py) are runs beside the Slurm ones: their samples come by the
+pod label (``pod_label``, ``pod_shared``), GPU hours are the pods' GPU-seconds clipped to the
+period, less the samples split off to other pods on time-sliced GPUs (x step x GPUs per
+slot), queue time is the staged created -> (last pod) scheduled.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from datetime import datetime
 
 import polars as pl
 
+from transforms.fct_job_usage_kube import is_kube, kube_gpu_hours, kube_runs
 from transforms.int_gpu_minutes_attributed import ATTRIBUTED_METHODS
 from transforms.stg_dcgm__gpu_hourly import BEST_SIGNAL_ORDER
 from transforms.stg_slurm__jobs import in_window
@@ -110,6 +117,7 @@ def _run_usage(attributed: pl.DataFrame) -> pl.DataFrame:
             pl.col("fb_used_mib_sum").sum(),
             pl.col("fb_used_mib_n").sum(),
             pl.col("energy_j").sum().alias("_energy_j"),
+            pl.col("split_off_samples").sum().alias("_split_off_samples"),
             pl.col("attribution_method").sort_by("_method_rank").first(),
         )
     )
@@ -132,7 +140,8 @@ def _mean(name: str) -> pl.Expr:
 
 def _with_usage_measures(frame: pl.DataFrame, step_seconds: int) -> pl.DataFrame:
     hours, n = pl.col("gpu_hours"), pl.col("n_samples")
-    expected = pl.col("gpu_slots") * pl.col("elapsed_seconds") / step_seconds
+    expected = pl.when(is_kube()).then(pl.col("_slot_seconds") / step_seconds).otherwise(
+        pl.col("gpu_slots") * pl.col("elapsed_seconds") / step_seconds)
     frame = frame.with_columns(*_utilization()).with_columns(
         active_gpu_hours=hours * pl.col("utilization"),
         zero_util_gpu_hours=pl.when(pl.col("_samples") > 0).then(hours * pl.col("zero_samples") / pl.col("_samples")),
@@ -180,24 +189,39 @@ def fct_job_usage(
     period_start: datetime,
     period_end: datetime,
     step_seconds: int,
+    kube_jobs: pl.DataFrame | None = None,
+    kube_pods: pl.DataFrame | None = None,
+    divisions: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """fct_job_usage rows (SCHEMA) for stg_slurm__jobs runs in [period_start, period_end).
+    """fct_job_usage rows (SCHEMA) for stg_slurm__jobs runs in [period_start, period_end),
+    then the stg_kube__jobs ones (``kube_pods``: their stg_kube__pods rows; ``divisions``:
+    department -> division) when given.
 
     ``attributed``: int_gpu_minutes_attributed rows (its SCHEMA) of the same period.
     """
-    runs = _with_clipped_run(
-        jobs.filter(in_window(period_start, period_end)).with_row_index("_run"), period_start, period_end
+    window = in_window(period_start, period_end)
+    runs = _with_org(jobs.filter(window), accounts).with_columns(
+        queue_seconds=(pl.col("start_time") - pl.col("eligible_time")).dt.total_seconds()
     )
+    if kube_jobs is not None and kube_jobs.height:
+        if kube_pods is None or divisions is None:
+            raise ValueError("kube_jobs needs kube_pods and divisions")
+        kube = kube_runs(kube_jobs.filter(window), kube_pods, divisions, period_start, period_end)
+        runs = pl.concat([runs, kube], how="diagonal_relaxed")
+    runs = _with_clipped_run(runs.with_row_index("_run"), period_start, period_end)
     in_period = (pl.col("hour") >= period_start) & (pl.col("hour") < period_end)
     usage = _run_usage(attributed.filter(in_period))
     frame = runs.join(usage, on=RUN, how="left", maintain_order="left").with_columns(
         pl.col("_samples", "zero_samples", *_SUMMED, "fb_used_mib_n").fill_null(0.0),
         n_samples=pl.col("_samples").fill_null(0.0).round().cast(pl.Int64),
-        gpu_hours=pl.col("gpus") * pl.col("elapsed_seconds") / 3600.0,
-        queue_seconds=(pl.col("start_time") - pl.col("eligible_time")).dt.total_seconds(),
         submit_wait_seconds=(pl.col("start_time") - pl.col("submit_time")).dt.total_seconds(),
         month=pl.lit(period_start.date()),
     )
-    frame = _with_usage_measures(frame.with_columns(pl.col("elapsed_seconds").cast(pl.Int64)), step_seconds)
-    frame = _with_gpu_model(_with_org(frame, accounts), gpu_models)
+    frame = frame.with_columns(pl.col("elapsed_seconds").cast(pl.Int64))
+    if "_gpu_seconds" not in frame.columns:
+        frame = frame.with_columns(_gpu_seconds=pl.lit(None, pl.Float64), _slot_seconds=pl.lit(None, pl.Float64))
+    gpu_hours = pl.when(is_kube()).then(kube_gpu_hours(step_seconds)).otherwise(
+        pl.col("gpus") * pl.col("elapsed_seconds") / 3600.0)
+    frame = _with_usage_measures(frame.with_columns(gpu_hours=gpu_hours), step_seconds)
+    frame = _with_gpu_model(frame, gpu_models)
     return frame.with_columns(hosts=pl.col("hosts").list.join(",")).select(list(SCHEMA)).cast(SCHEMA)

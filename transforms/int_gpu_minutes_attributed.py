@@ -20,6 +20,14 @@ Rules, per minute row of a GPU instance (a run "covers" a minute when it overlap
   row's weight (all of it when no run covers the minute) is ``unallocated``. Weights of a
   row sum to 1, so ``samples`` summed per GPU-hour is the sample count.
 
+Kubernetes pods (``transforms/attribution_pods.py``; ``staging.stg_kube__pods`` of the month):
+a row with no ``hpc_job`` but a ``pod`` label is tied to the pod of that namespace and name
+covering the minute, charged to its job (``pod_label``; no pod -> ``unattributed``); several
+pods' rows on one GPU-minute holding more samples than the minute has (a time-sliced or MPS
+GPU: the exporter repeats each sample per pod) share them (``pod_shared``), and the samples
+split off each row are ``split_off_samples``. Hosts with pod rows in the hour count as
+labelled hosts.
+
 Sums are weighted: ``samples`` = weight x n_samples, ``<signal>_sum`` = weight x mean x
 n_samples, ``<signal>_n`` = the weighted samples where the signal is present (the minute
 rollup keeps means of non-null values: exact when a field is present on all or none of a
@@ -52,8 +60,11 @@ from datetime import datetime, timedelta
 
 import polars as pl
 
-METHODS = ("hpc_job_label", "host_exclusive", "host_shared", "unattributed", "unallocated")
-ATTRIBUTED_METHODS = ("hpc_job_label", "host_exclusive", "host_shared")
+from transforms.attribution_pods import POD_LABEL_CTES, POD_RUN_CTES
+
+METHODS = ("hpc_job_label", "pod_label", "pod_shared", "host_exclusive", "host_shared", "unattributed", "unallocated")
+ATTRIBUTED_METHODS = ("hpc_job_label", "pod_label", "pod_shared", "host_exclusive", "host_shared")
+POD_METHODS = ("pod_label", "pod_shared")
 MEAN_SIGNALS = ("gpu_util", "gr_engine_active", "sm_active", "tensor_active", "best")
 
 SCHEMA: dict[str, pl.DataType] = {
@@ -73,11 +84,12 @@ SCHEMA: dict[str, pl.DataType] = {
     "fb_used_mib_sum": pl.Float64(),
     "fb_used_mib_n": pl.Float64(),
     "energy_j": pl.Float64(),
+    "split_off_samples": pl.Float64(),
 }
 
 # The minute-rollup columns the rules read (the CTE is materialized: fewer columns, less work).
 MINUTE_COLUMNS = (
-    "hostname", "gpu", "gpu_i_id", "gpu_i_profile", "hpc_job", "minute", "n_samples", "gpu_util_mean",
+    "hostname", "gpu", "gpu_i_id", "gpu_i_profile", "hpc_job", "pod", "namespace", "minute", "n_samples", "gpu_util_mean",
     "gr_engine_active_mean", "sm_active_mean", "tensor_active_mean", "best_signal_mean", "fb_used_mib_mean",
     "fb_used_mib_max", "power_w_mean",
 )
@@ -149,6 +161,7 @@ def _weighted_measures() -> str:
         f"{_exact_sum('w * fb_used_mib_mean * n_samples')} AS fb_used_mib_sum",
         f"{_exact_sum(present.format('fb_used_mib_mean'))} AS fb_used_mib_n",
         f"{_exact_sum('w * power_w_mean * n_samples * step_seconds')} AS energy_j",
+        f"coalesce({_exact_sum('split_w * n_samples')}, 0.0) AS split_off_samples",
     ]
     return ",\n    ".join(parts)
 
@@ -205,7 +218,7 @@ host_runs AS (
     SELECT job_id_raw, start_time, run_start, run_end, host_gpus, unnest(hosts) AS hostname
     FROM runs WHERE run_end > run_start AND len(hosts) > 0
 ),
-minutes AS (
+{POD_RUN_CTES}minutes AS (
     SELECT {", ".join(MINUTE_COLUMNS)}, date_trunc('hour', minute) AS hour FROM staging.stg_dcgm__gpu_minutely
     WHERE cluster = ? AND day >= CAST(? AS DATE) AND day <= CAST(? AS DATE)
       AND minute >= CAST(? AS TIMESTAMP) AND minute < CAST(? AS TIMESTAMP)
@@ -228,12 +241,12 @@ split_minutes AS (
                            ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
     QUALIFY n_runs > 1
 ),
-{label_join}labelled_host_hours AS (
-    SELECT DISTINCT hostname, hour FROM minutes WHERE hpc_job IS NOT NULL
+{label_join}{POD_LABEL_CTES}labelled_host_hours AS (
+    SELECT DISTINCT hostname, hour FROM minutes WHERE hpc_job IS NOT NULL OR pod IS NOT NULL
 ),
 unlabelled AS (
     SELECT m.* FROM minutes m ANTI JOIN labelled_host_hours l ON l.hostname = m.hostname AND l.hour = m.hour
-    WHERE m.hpc_job IS NULL
+    WHERE m.hpc_job IS NULL AND m.pod IS NULL
 ),
 host_minutes AS (
     SELECT DISTINCT hostname, minute, hour FROM unlabelled
@@ -268,10 +281,11 @@ idle_on_labelled_hosts AS (
     SELECT m.*, NULL AS job_id_raw, CAST(NULL AS TIMESTAMP) AS start_time,
            'unallocated' AS attribution_method, 1.0 AS w
     FROM minutes m SEMI JOIN labelled_host_hours l ON l.hostname = m.hostname AND l.hour = m.hour
-    WHERE m.hpc_job IS NULL
+    WHERE m.hpc_job IS NULL AND m.pod IS NULL
 ),
 weighted AS (
     SELECT * FROM labelled
+    UNION ALL BY NAME SELECT * FROM pod_labelled
     UNION ALL BY NAME SELECT * FROM host_attributed
     UNION ALL BY NAME SELECT * FROM host_remainder
     UNION ALL BY NAME SELECT * FROM idle_on_labelled_hosts
@@ -289,6 +303,7 @@ ORDER BY {", ".join(f"{column} NULLS FIRST" for column in ORDER[1:])}
         list(host_names), [float(g) for g in host_gpus],
         period_start, period_end, period_end,
         cluster, month_start.date(),
+        period_start, period_end, period_end, cluster, month_start.date(),
         cluster, period_start.date(), last_day, period_start, period_end,
         cluster,
     ]

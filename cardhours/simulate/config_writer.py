@@ -77,9 +77,9 @@ def department_quotas(cluster: Cluster, org: Org) -> dict[str, int]:
     return {key: int(capacity_gpus(cluster) * w / total) for key, w in weight.items()}
 
 
-def _cluster_lines(cluster: Cluster, metrics_path: str, sacct_file: str) -> list[str]:
+def _cluster_lines(cluster: Cluster, metrics_path: str, sacct_file: str, step_seconds: int) -> list[str]:
     lines = ["[[clusters]]", f"name = {toml_value(cluster.name)}", ""]
-    lines += _table("clusters.metrics", {"source": "file", "path": metrics_path})
+    lines += _table("clusters.metrics", {"source": "file", "path": metrics_path, "step_seconds": step_seconds})
     lines += _table("clusters.slurm", {"sacct_file": sacct_file})
     for group in node_groups(cluster):
         items: dict[str, object] = {
@@ -107,7 +107,9 @@ def _org_lines(org: Org) -> list[str]:
     return lines
 
 
-def config_text(cluster: Cluster, org: Org, metrics_path: str, sacct_file: str = "sacct.txt") -> str:
+def config_text(
+    cluster: Cluster, org: Org, metrics_path: str, sacct_file: str = "sacct.txt", step_seconds: int = 30
+) -> str:
     """The whole config file as text."""
     lines = [
         f"# cardhours config for the simulated cluster {cluster.name!r} (written by cardhours simulate).",
@@ -115,7 +117,7 @@ def config_text(cluster: Cluster, org: Org, metrics_path: str, sacct_file: str =
         "",
         *_table("warehouse", {"path": "cardhours.duckdb"}),
         *_table("reports", {"dir": "reports"}),
-        *_cluster_lines(cluster, metrics_path, sacct_file),
+        *_cluster_lines(cluster, metrics_path, sacct_file, step_seconds),
         *_org_lines(org),
         *_table("rates", {"currency": "EUR"}),
         *_table("rates.gpu_hour", dict(RATES)),
@@ -126,8 +128,11 @@ def config_text(cluster: Cluster, org: Org, metrics_path: str, sacct_file: str =
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def write_config(path: Path, cluster: Cluster, org: Org, metrics_path: str, sacct_file: str = "sacct.txt") -> Path:
-    """Write ``cardhours.toml``; paths in it are relative to the file."""
+def write_config(
+    path: Path, cluster: Cluster, org: Org, metrics_path: str, sacct_file: str = "sacct.txt", step_seconds: int = 30
+) -> Path:
+    """Write ``cardhours.toml``; paths in it are relative to the file; ``step_seconds`` is the
+    sample spacing the metrics files were written at (coverage counts against it)."""
     path = Path(path)
-    path.write_text(config_text(cluster, org, metrics_path, sacct_file), encoding="utf-8")
+    path.write_text(config_text(cluster, org, metrics_path, sacct_file, step_seconds), encoding="utf-8")
     return path

@@ -124,7 +124,8 @@ def simulate(
     truth_rows = truth_frame(runs, org, inventory, cluster, truth.totals())
     truth_rows.write_parquet(truth_path)
     kube_hook.inventory(pool, inventory).write_parquet(inventory_path)
-    write_config(config_path, kube_hook.layout(pool, layout), org, metrics_path="metrics" if parquet else "metrics.om")
+    write_config(config_path, kube_hook.layout(pool, layout), org, metrics_path="metrics" if parquet else "metrics.om",
+                 step_seconds=step_seconds)
     kube_paths = kube_hook.finish(pool, out_dir, config_path)
     report("write", 1, 1)
     return SimulationResult(

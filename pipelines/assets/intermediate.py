@@ -23,7 +23,10 @@ ATTRIBUTED_KEY = ["intermediate", "int_gpu_minutes_attributed"]
 ATTRIBUTED_TABLE = "intermediate.int_gpu_minutes_attributed"
 CHUNK_DAYS = 1
 SAMPLES_CONSERVED = "samples_conserved"
-SAMPLE_DEPS = [AssetDep(["staging", "stg_slurm__jobs"]), AssetDep(["staging", "stg_dcgm__gpu_minutely"])]
+SAMPLE_DEPS = [
+    AssetDep(["staging", "stg_slurm__jobs"]), AssetDep(["staging", "stg_kube__pods"]),
+    AssetDep(["staging", "stg_dcgm__gpu_minutely"]),
+]
 MINUTE_SAMPLES_SQL = """
 SELECT coalesce(sum(n_samples), 0) FROM staging.stg_dcgm__gpu_minutely
 WHERE cluster = ? AND day >= ? AND day < ? AND minute >= ? AND minute < ?
@@ -69,7 +72,8 @@ def attributed_arrow(conn, cardhours: CardhoursResource, cluster, start, end) ->
 
 
 def samples_conserved_check(samples: dict[str, tuple[float, int]]) -> AssetCheckResult:
-    """Per cluster: attributed ``samples`` (weights of a minute row sum to 1) = the minute rows' samples."""
+    """Per cluster: attributed ``samples`` (weights of a minute row sum to 1) plus the
+    ``split_off_samples`` of time-sliced GPUs = the minute rows' samples."""
     off = {name: (got, want) for name, (got, want) in samples.items() if abs(got - want) > 1e-6 * max(want, 1)}
     return AssetCheckResult(
         check_name=SAMPLES_CONSERVED,
@@ -86,7 +90,7 @@ def samples_conserved_check(samples: dict[str, tuple[float, int]]) -> AssetCheck
     kinds={"duckdb"},
     deps=SAMPLE_DEPS,
     check_specs=[AssetCheckSpec(SAMPLES_CONSERVED, asset=ATTRIBUTED_KEY, blocking=True)],
-    description="DCGM minutes tied to job runs (hpc_job label, host-exclusive, host-shared), per GPU, hour, "
+    description="DCGM minutes tied to job runs and pods (hpc_job label, pod label, host-exclusive, host-shared), per GPU, hour, "
     "run and method; the input of fct_job_usage and fct_gpu_hourly.",
 )
 def int_gpu_minutes_attributed_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
@@ -97,7 +101,8 @@ def int_gpu_minutes_attributed_asset(context: AssetExecutionContext, cardhours: 
         for cluster in cardhours.config.clusters:
             table = attributed_arrow(conn, cardhours, cluster, start, end)
             want = conn.execute(MINUTE_SAMPLES_SQL, [cluster.name, start.date(), end.date(), start, end]).fetchone()[0]
-            samples[cluster.name] = (float(pc.sum(table["samples"]).as_py() or 0.0), int(want))
+            kept = (pc.sum(table["samples"]).as_py() or 0.0) + (pc.sum(table["split_off_samples"]).as_py() or 0.0)
+            samples[cluster.name] = (float(kept), int(want))
             tables.append(table)
         stored = pa.concat_tables(tables) if tables else pl.DataFrame(schema=SCHEMA).to_arrow()
         stored = stored.append_column("month", pa.array([month] * stored.num_rows, pa.date32()))

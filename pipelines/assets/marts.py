@@ -26,7 +26,31 @@ DEPARTMENT_KEY = ["marts", "mart_department_monthly"]
 CLUSTER_KEY = ["marts", "mart_cluster_monthly"]
 GPU_HOURLY_KEY = ["marts", "fct_gpu_hourly"]
 SAMPLE_DEPS = [AssetDep(["staging", "stg_slurm__jobs"]), AssetDep(ATTRIBUTED_KEY)]
+KUBE_DEPS = [AssetDep(["staging", "stg_kube__jobs"]), AssetDep(["staging", "stg_kube__pods"])]
 JOBS_SQL = "SELECT * EXCLUDE (month) FROM staging.stg_slurm__jobs WHERE month = ? AND cluster = ?"
+KUBE_JOBS_SQL = "SELECT * EXCLUDE (month) FROM staging.stg_kube__jobs WHERE month = ? AND cluster = ? ORDER BY job_id"
+KUBE_PODS_SQL = (
+    "SELECT * EXCLUDE (month) FROM staging.stg_kube__pods WHERE month = ? AND cluster = ? ORDER BY namespace, pod, pod_uid"
+)
+
+
+def divisions_frame(config) -> pl.DataFrame:
+    """department -> division of ``[org.departments]`` (Kubernetes departments come from labels)."""
+    departments = config.org.departments
+    return pl.DataFrame(
+        {"department": list(departments), "division": [d.division for d in departments.values()]},
+        schema={"department": pl.String, "division": pl.String},
+    )
+
+
+def kube_frames(conn, cluster, month) -> dict:
+    """fct_job_usage's Kubernetes arguments for a cluster with a ``[clusters.kubernetes]`` section."""
+    if cluster.kubernetes is None:
+        return {}
+    return {
+        "kube_jobs": read_frame(conn, KUBE_JOBS_SQL, [month, cluster.name]),
+        "kube_pods": read_frame(conn, KUBE_PODS_SQL, [month, cluster.name]),
+    }
 
 
 @asset(
@@ -34,8 +58,8 @@ JOBS_SQL = "SELECT * EXCLUDE (month) FROM staging.stg_slurm__jobs WHERE month = 
     partitions_def=monthly_partitions,
     group_name="marts",
     kinds={"duckdb", "polars"},
-    deps=SAMPLE_DEPS,
-    description="One row per job run: GPU-hours inside the month, utilization, idle, energy, queue time, attribution.",
+    deps=SAMPLE_DEPS + KUBE_DEPS,
+    description="One row per job run (Slurm) or Kubernetes job: GPU-hours inside the month, utilization, idle, energy, queue time, attribution.",
 )
 def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, end = naive_window(context.partition_time_window)
@@ -54,6 +78,8 @@ def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursReso
                     period_start=start,
                     period_end=end,
                     step_seconds=cluster.sample_step_seconds,
+                    divisions=divisions_frame(config),
+                    **kube_frames(conn, cluster, start.date()),
                 )
             )
         usage = pl.concat(frames)
@@ -66,6 +92,8 @@ def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursReso
             "gpu_hours": float(usage["gpu_hours"].sum() or 0),
             "jobs_without_samples": no_samples,
             "attribution_methods": MetadataValue.json({str(k): int(v) for k, v in methods}),
+            "jobs_by_scheduler": MetadataValue.json(
+                {str(k): int(v) for k, v in usage.get_column("scheduler").value_counts().rows()}),
             "month": str(start.date()),
         }
     )

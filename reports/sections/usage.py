@@ -80,6 +80,30 @@ def partitions_section(inputs: ReviewInputs) -> Section:
     return Section("partitions", "Partitions", body)
 
 
+def scheduler_frame(inputs: ReviewInputs) -> pl.DataFrame:
+    """Per cluster and scheduler (Slurm, Kubernetes), then each cluster's sum (scheduler ``all``)."""
+    jobs = priced_jobs(inputs)
+    per_scheduler = jobs.group_by("cluster", "scheduler").agg(_job_measures())
+    summed = jobs.group_by("cluster").agg(_job_measures()).with_columns(scheduler=pl.lit("all"))
+    return (
+        pl.concat([per_scheduler, summed.select(per_scheduler.columns)])
+        .with_columns(pl.when(pl.col("utilization").is_finite()).then(pl.col("utilization")),
+                      _last=pl.col("scheduler") == "all")
+        .sort("cluster", "_last", "scheduler").drop("_last")
+    )  # fmt: skip
+
+
+def schedulers_section(inputs: ReviewInputs) -> Section | None:
+    """Slurm and Kubernetes side by side and summed; only for a month with more than one scheduler."""
+    if "scheduler" not in inputs.jobs.columns or inputs.jobs["scheduler"].n_unique() < 2:
+        return None
+    columns = _columns(inputs, [Column("scheduler", "scheduler")])
+    body = render_table(scheduler_frame(inputs), columns, empty="No jobs.")
+    note = paragraph("A Kubernetes job is a bare or replica pod, or the owner (Job, PyTorchJob, PodGroup, ...) "
+                     "of several pods; its queue time is created -> last pod scheduled.")
+    return Section("schedulers", "Schedulers", join([body, note]))
+
+
 def models_section(inputs: ReviewInputs) -> Section:
     capacity = [
         Column("gpu_model", "GPU model", wrap=True),

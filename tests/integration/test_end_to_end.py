@@ -123,6 +123,17 @@ def test_utilization_matches_true_sm_activity(month_run: dict) -> None:
     assert (joined["attribution_method"] == "hpc_job_label").all()
 
 
+def test_sample_coverage_counts_against_the_simulated_step(month_run: dict) -> None:
+    """The simulator writes 300 s samples here and says so in the config it writes: jobs
+    that ran a whole number of steps are fully covered, the cluster nearly so."""
+    config = (month_run["root"] / "sim" / "cardhours.toml").read_text()
+    assert "step_seconds = 300" in config
+    cluster = _read(month_run["database"], "SELECT sample_coverage FROM marts.mart_cluster_monthly").row(0)
+    assert 0.95 <= cluster[0] <= 1.0
+    hourly = _read(month_run["database"], "SELECT expected_samples FROM marts.fct_gpu_hourly")
+    assert (hourly["expected_samples"] == 12).all()
+
+
 def test_jobs_without_samples_are_reported(month_run: dict) -> None:
     truth = pl.read_parquet(month_run["root"] / "sim" / "truth.parquet")
     usage = _read(month_run["database"], "SELECT * FROM marts.fct_job_usage")

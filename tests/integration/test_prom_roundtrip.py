@@ -81,7 +81,7 @@ def test_day_reads_back_exactly(url: str, expected: pl.DataFrame) -> None:
 def test_dagster_resource_reads_the_configured_prometheus(sim: SimulationResult, url: str,
                                                           expected: pl.DataFrame) -> None:
     text = sim.config_path.read_text().replace(
-        '[clusters.metrics]\nsource = "file"\npath = "metrics"\n',
+        '[clusters.metrics]\nsource = "file"\npath = "metrics"\nstep_seconds = 15\n',
         f'[clusters.metrics]\nsource = "prometheus"\n\n[clusters.prometheus]\nurl = "{url}"\n'
         "scrape_interval_seconds = 15\nstep_seconds = 15\nmax_points_per_series = 2000\n")
     config = sim.config_path.with_name("prometheus.toml")

@@ -5,7 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from transforms import fct_gpu_hourly, fct_job_usage, mart_cluster_monthly, mart_department_monthly
+from transforms import (
+    fct_gpu_hourly,
+    fct_job_usage,
+    mart_cluster_monthly,
+    mart_department_monthly,
+    mart_deployment_monthly,
+)
 
 DOC = Path(__file__).parents[2] / "docs" / "marts.md"
 MARTS = {
@@ -13,6 +19,7 @@ MARTS = {
     "marts.fct_gpu_hourly": fct_gpu_hourly.SCHEMA,
     "marts.mart_department_monthly": mart_department_monthly.SCHEMA,
     "marts.mart_cluster_monthly": mart_cluster_monthly.SCHEMA,
+    "marts.mart_deployment_monthly": mart_deployment_monthly.SCHEMA,
 }
 
 
