@@ -8,101 +8,15 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from cardhours.simulate.cluster import Cluster, FreeSlots, Request
+from cardhours.simulate.job_runs import Instance, Run, collapse_pending_arrays, task_ranges
 from cardhours.simulate.jobs import JobSpec
+from cardhours.simulate.queue_items import Active, Item, fate
 
-Instance = tuple[str, int, int | None]  # (hostname, gpu, gpu_i_id)
-
-
-@dataclass(frozen=True)
-class Run:
-    """One run of a job as ``sacct --duplicates`` reports it at the end of the window."""
-
-    job: JobSpec
-    run_index: int
-    submit: datetime
-    eligible: datetime
-    start: datetime | None  # None: never started
-    end: datetime | None  # None: still running or pending at the window end
-    state: str  # COMPLETED FAILED TIMEOUT CANCELLED REQUEUED RUNNING PENDING
-    exit_code: str
-    instances: tuple[Instance, ...]
-    as_of: datetime  # the window end, when sacct is run
-    cancelled_by: int | None = None
-    pending_tasks: tuple[int, ...] = ()  # array tasks a collapsed pending row stands for
-
-    @property
-    def job_id(self) -> str:
-        if self.pending_tasks:
-            return f"{self.job.array_id}_[{task_ranges(self.pending_tasks)}]"
-        return self.job.job_id
-
-    @property
-    def job_id_raw(self) -> str:
-        return str(self.job.array_id if self.pending_tasks else self.job.job_id_raw)
-
-    @property
-    def alloc_end(self) -> datetime | None:
-        """End of the allocation inside the window (the window end while running)."""
-        return None if self.start is None else (self.end or self.as_of)
-
-    @property
-    def hosts(self) -> list[str]:
-        return list(dict.fromkeys(host for host, _, _ in self.instances))
-
-
-def task_ranges(tasks: tuple[int, ...]) -> str:
-    """``(5, 6, 7, 9)`` -> ``5-7,9``."""
-    parts: list[str] = []
-    for _, group in itertools.groupby(enumerate(sorted(tasks)), key=lambda p: p[1] - p[0]):
-        nums = [n for _, n in group]
-        parts.append(str(nums[0]) if len(nums) == 1 else f"{nums[0]}-{nums[-1]}")
-    return ",".join(parts)
-
-
-@dataclass
-class _Item:
-    """A run waiting to start."""
-
-    job: JobSpec
-    run_index: int
-    submit: int
-    eligible: int
-    state: str = "waiting"  # waiting -> queued -> started | cancelled
-
-    def key(self) -> tuple[int, int, int, int]:
-        return (self.job.qos != "high", self.submit, self.job.job_id_raw, self.run_index)
-
-
-@dataclass
-class _Active:
-    item: _Item
-    start: int
-    end: int
-    state: str
-    exit_code: str
-    cancelled_by: int | None
-    slots: tuple[int, ...]
-    expected_end: int  # start + time limit: what the scheduler plans with
-
-
-def _fate(job: JobSpec, run_index: int) -> tuple[int, str, str, int | None]:
-    """(runtime, state, exit code, canceller) of a run: whatever ends it first."""
-    options: list[tuple[int, int, str, str, int | None]] = [
-        (job.duration, 0, "COMPLETED", "0:0", None),
-        (job.timelimit, 1, "TIMEOUT", "0:0", None),
-    ]
-    if job.fail_after is not None:
-        options.append((job.fail_after, 2, "FAILED", job.exit_code, None))
-    if job.cancel_after is not None:
-        options.append((job.cancel_after, 3, "CANCELLED", "0:15", job.canceller_uid))
-    if job.node_fail_after is not None and run_index == 0:
-        options.append((job.node_fail_after, 4, "NODE_FAIL", "0:0", None))
-    runtime, _, state, exit_code, by = min(options)
-    return runtime, state, exit_code, by
+__all__ = ["Instance", "Run", "collapse_pending_arrays", "schedule", "task_ranges"]  # re-exported: import from here
 
 
 def _blocked(reservation: tuple[int, frozenset[int]] | None, ends_by: int) -> frozenset[int]:
@@ -121,11 +35,11 @@ class _Sim:
     horizon: int
     free: FreeSlots = field(init=False)
     events: list[tuple[int, int, str, object]] = field(default_factory=list)
-    queue: list[_Item] = field(default_factory=list)
-    running: dict[int, _Active] = field(default_factory=dict)
+    queue: list[Item] = field(default_factory=list)
+    running: dict[int, Active] = field(default_factory=dict)
     array_running: dict[int, int] = field(default_factory=dict)
-    items: list[_Item] = field(default_factory=list)
-    finished: list[tuple[_Item, _Active | None, int]] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
+    finished: list[tuple[Item, Active | None, int]] = field(default_factory=list)
     seq: itertools.count = field(default_factory=itertools.count)
 
     def __post_init__(self) -> None:
@@ -135,7 +49,7 @@ class _Sim:
         heapq.heappush(self.events, (time, next(self.seq), kind, obj))
 
     def submit(self, job: JobSpec) -> None:
-        item = _Item(job, 0, job.submit, job.eligible)
+        item = Item(job, 0, job.submit, job.eligible)
         self.items.append(item)
         self.push(job.eligible, "eligible", item)
         if job.patience is not None:
@@ -149,18 +63,18 @@ class _Sim:
                 getattr(self, f"_on_{kind}")(obj, now)
             self._pass(now)
 
-    def _on_eligible(self, item: _Item, now: int) -> None:
+    def _on_eligible(self, item: Item, now: int) -> None:
         if item.state == "waiting":
             item.state = "queued"
             self.queue.append(item)
 
-    def _on_patience(self, item: _Item, now: int) -> None:
+    def _on_patience(self, item: Item, now: int) -> None:
         if item.state in ("waiting", "queued"):
             item.state = "cancelled"
             self.queue = [i for i in self.queue if i is not item]
             self.finished.append((item, None, now))
 
-    def _on_end(self, active: _Active, now: int) -> None:
+    def _on_end(self, active: Active, now: int) -> None:
         del self.running[id(active)]
         self.free.release(active.slots)
         job = active.item.job
@@ -168,7 +82,7 @@ class _Sim:
             self.array_running[job.array_id] -= 1
         self.finished.append((active.item, active, now))
         if active.state == "NODE_FAIL":  # requeued: a new run, submitted now
-            again = _Item(job, active.item.run_index + 1, now, now, "queued")
+            again = Item(job, active.item.run_index + 1, now, now, "queued")
             self.items.append(again)
             self.queue.append(again)
 
@@ -183,7 +97,7 @@ class _Sim:
         reservation: tuple[int, frozenset[int]] | None = None
         blocked_seen = False
         failed: dict[tuple, int] = {}  # request shape -> fewest GPUs that did not fit
-        for item in sorted(self.queue, key=_Item.key):
+        for item in sorted(self.queue, key=Item.key):
             request = item.job.request
             if self._throttled(item.job):
                 continue
@@ -217,11 +131,11 @@ class _Sim:
                 return max(expected_end, now), frozenset(slots)
         return None
 
-    def _start(self, item: _Item, slots: tuple[int, ...], now: int) -> None:
+    def _start(self, item: Item, slots: tuple[int, ...], now: int) -> None:
         item.state = "started"
         self.free.take(slots)
-        runtime, state, exit_code, by = _fate(item.job, item.run_index)
-        active = _Active(item, now, now + runtime, state, exit_code, by, slots, now + item.job.timelimit)
+        runtime, state, exit_code, by = fate(item.job, item.run_index)
+        active = Active(item, now, now + runtime, state, exit_code, by, slots, now + item.job.timelimit)
         self.running[id(active)] = active
         if item.job.array_id is not None:
             self.array_running[item.job.array_id] = self.array_running.get(item.job.array_id, 0) + 1
@@ -234,7 +148,7 @@ class _Sim:
         def at(seconds: int) -> datetime:
             return window_start + timedelta(seconds=seconds)
 
-        def make(item: _Item, active: _Active | None, state: str, end: int | None, by: int | None = None) -> Run:
+        def make(item: Item, active: Active | None, state: str, end: int | None, by: int | None = None) -> Run:
             return Run(
                 job=item.job, run_index=item.run_index, submit=at(item.submit), eligible=at(item.eligible),
                 start=at(active.start) if active else None, end=None if end is None else at(end),
@@ -256,24 +170,6 @@ class _Sim:
     def _instances(self, slots: tuple[int, ...]) -> tuple[Instance, ...]:
         table = self.free.slots
         return tuple((table[i].hostname, table[i].gpu, table[i].gi_id) for i in slots)
-
-
-def collapse_pending_arrays(runs: list[Run]) -> list[Run]:
-    """Pending tasks of one array become one row ``123_[5-20]`` (JobIDRaw the array's id)."""
-    groups: dict[int, list[Run]] = {}
-    out: list[Run] = []
-    for run in runs:
-        if run.state == "PENDING" and run.job.array_id is not None:
-            groups.setdefault(run.job.array_id, []).append(run)
-        else:
-            out.append(run)
-    for members in groups.values():
-        if len(members) == 1:
-            out.extend(members)
-            continue
-        first = min(members, key=lambda r: r.job.array_task or 0)
-        out.append(replace(first, pending_tasks=tuple(sorted(r.job.array_task or 0 for r in members))))
-    return out
 
 
 def schedule(cluster: Cluster, jobs: list[JobSpec], window_start: datetime, horizon: int) -> list[Run]:

@@ -21,148 +21,35 @@ host set, then the time chunk.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
+
+from cardhours.sources.prometheus.plan_types import (
+    MIN_CHUNK_MS,
+    TARGET_SAMPLES_PER_REQUEST,
+    Census,
+    Downsample,
+    HostShard,
+    Limits,
+    PlanError,
+    Request,
+)
+from cardhours.sources.prometheus.promql import (
+    HOST_LABELS,
+    host_shard_matchers,
+    promql_string,
+    quote_meta,
+    seconds,
+    selector,
+)
+
+__all__ = [  # re-exported: callers import the planning vocabulary from here
+    "DAY_MS", "HOST_LABELS", "MIN_CHUNK_MS", "TARGET_SAMPLES_PER_REQUEST", "Census", "Downsample", "HostShard",
+    "Limits", "PlanError", "Request", "chunk_points", "day_partitions", "host_shard_matchers", "host_shards",
+    "min_chunk_points", "plan_metric", "promql_string", "quote_meta", "seconds", "selector", "split_refused",
+    "time_chunks",
+]
 
 DAY_MS = 86_400_000
-HOST_LABELS = ("Hostname", "hostname")  # released exporters, newer exporters
-TARGET_SAMPLES_PER_REQUEST = 2_000_000  # ~50 MB of JSON: decodes in well under a second
-MIN_CHUNK_MS = 3_600_000
-_REGEX_META = set("\\.+*?()|[]{}^$")  # Go's regexp.QuoteMeta set (RE2 rejects escaped letters/spaces)
-
-
-def promql_string(value: str) -> str:
-    """A double-quoted PromQL string literal."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def quote_meta(value: str) -> str:
-    """A regular expression matching ``value`` literally."""
-    return "".join("\\" + c if c in _REGEX_META else c for c in value)
-
-
-def selector(metric: str, base_selector: str, extra: list[str]) -> str:
-    """``metric{<base matchers>,<extra matchers>}`` (``base_selector`` is ``{...}`` or empty)."""
-    inner = base_selector.strip().removeprefix("{").removesuffix("}").strip().rstrip(",")
-    matchers = [m for m in (inner, *extra) if m]
-    return f"{metric}{{{','.join(matchers)}}}" if matchers else metric
-
-
-def host_shard_matchers(label: str | None, hosts: tuple[str, ...]) -> list[str]:
-    """Matchers of one host shard: a regex over ``label``; ``hostname`` shards exclude series that
-    carry ``Hostname`` (those belong to the ``Hostname`` shards); ``None``: neither label."""
-    if label is None:
-        return [f'{name}=""' for name in HOST_LABELS]
-    others = [f'{name}=""' for name in HOST_LABELS[: HOST_LABELS.index(label)]]
-    return [*others, f"{label}=~{promql_string('|'.join(quote_meta(h) for h in hosts))}"]
-
-
-class PlanError(ValueError):
-    """No smaller request can be made."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    interval_ms: int  # raw sample spacing (scrape interval), or the downsampling step
-    max_points_per_series: int
-    max_samples_per_query: int
-    target_samples_per_request: int = TARGET_SAMPLES_PER_REQUEST
-    min_chunk_ms: int = MIN_CHUNK_MS
-
-
-@dataclass(frozen=True)
-class Downsample:
-    """Server-side aggregation per step: ``function(metric[step])`` by ``query_range``."""
-
-    step_ms: int
-    function: str  # avg_over_time, max_over_time, min_over_time, last_over_time
-    left_open: bool  # range selectors are (t - r, t] (Prometheus >= 3) rather than [t - r, t]
-
-
-@dataclass(frozen=True)
-class HostShard:
-    """Series whose host label ``label`` is one of ``hosts``; ``label=None``: neither host label."""
-
-    label: str | None
-    hosts: tuple[str, ...]
-
-    def matchers(self) -> list[str]:
-        return host_shard_matchers(self.label, self.hosts)
-
-
-@dataclass(frozen=True)
-class Census:
-    """Series of one metric in one partition, per host: ``(label, host, n_series)`` sorted."""
-
-    metric: str
-    groups: tuple[tuple[str | None, str, int], ...]
-
-    @classmethod
-    def from_label_sets(cls, metric: str, label_sets: Iterable[Mapping[str, str]]) -> Census:
-        counts: dict[tuple[str | None, str], int] = {}
-        for labels in label_sets:
-            label = next((name for name in HOST_LABELS if labels.get(name)), None)
-            key = (label, labels[label] if label else "")
-            counts[key] = counts.get(key, 0) + 1
-        order = {name: i for i, name in enumerate((*HOST_LABELS, None))}
-        keys = sorted(counts, key=lambda k: (order[k[0]], k[1]))
-        return cls(metric, tuple((label, host, counts[(label, host)]) for label, host in keys))
-
-    @property
-    def total(self) -> int:
-        return sum(n for _, _, n in self.groups)
-
-    def series_in(self, shard: HostShard | None) -> int:
-        if shard is None:
-            return self.total
-        hosts = set(shard.hosts)
-        return sum(n for label, host, n in self.groups if label == shard.label and (label is None or host in hosts))
-
-    def shards(self) -> list[tuple[str | None, list[tuple[str, int]]]]:
-        """Hosts and their series counts per host label, in census order."""
-        out: dict[str | None, list[tuple[str, int]]] = {}
-        for label, host, n in self.groups:
-            out.setdefault(label, []).append((host, n))
-        return list(out.items())
-
-
-@dataclass(frozen=True)
-class Request:
-    metric: str
-    start_ms: int
-    end_ms: int
-    series: int  # estimated from the census
-    shard: HostShard | None = None
-    downsample: Downsample | None = None
-    splits: int = 0  # how many refusals led to this request
-
-    def query(self, base_selector: str) -> str:
-        text = selector(self.metric, base_selector, self.shard.matchers() if self.shard else [])
-        if self.downsample is None:
-            return f"{text}[{self.end_ms - self.start_ms + 1}ms]"
-        step = self.downsample.step_ms
-        return f"{self.downsample.function}({text}[{step if self.downsample.left_open else step - 1}ms])"
-
-    def http(self, base_selector: str) -> tuple[str, dict[str, str]]:
-        """(API path, parameters): an instant query at the chunk end, or a range query whose
-        evaluation at ``b + step - 1 ms`` aggregates exactly the bucket ``[b, b + step)``."""
-        query = self.query(base_selector)
-        if self.downsample is None:
-            return "/api/v1/query", {"query": query, "time": seconds(self.end_ms)}
-        step = self.downsample.step_ms
-        return "/api/v1/query_range", {"query": query, "start": seconds(self.start_ms + step - 1),
-                                       "end": seconds(self.end_ms - 1), "step": seconds(step)}
-
-    @property
-    def ts_shift_ms(self) -> int:
-        """Subtract from returned timestamps: downsampled points are stamped with their bucket start."""
-        return 0 if self.downsample is None else self.downsample.step_ms - 1
-
-
-def seconds(ms: int) -> str:
-    """Milliseconds as the API's decimal seconds, exact."""
-    sign, ms = ("-", -ms) if ms < 0 else ("", ms)
-    return f"{sign}{ms // 1000}.{ms % 1000:03d}"
 
 
 def day_partitions(start_ms: int, end_ms: int) -> list[tuple[int, int]]:
