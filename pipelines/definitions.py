@@ -13,7 +13,7 @@ from pipelines.assets.chargeback import CHARGEBACK_ASSETS
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
 from pipelines.assets.kube import raw_kube_series, stg_kube__jobs_asset, stg_kube__pods_asset
 from pipelines.assets.intermediate import int_gpu_minutes_attributed_asset
-from pipelines.assets.kube_marts import mart_deployment_monthly_asset
+from pipelines.assets.kube_marts import mart_deployment_monthly_asset, mart_kube_queue_monthly_asset
 from pipelines.assets.marts import (
     fct_gpu_hourly_asset,
     fct_job_usage_asset,
@@ -48,6 +48,7 @@ ASSETS = [
     mart_department_monthly_asset,
     mart_cluster_monthly_asset,
     mart_deployment_monthly_asset,
+    mart_kube_queue_monthly_asset,
     fct_job_flags_asset,
     mart_user_monthly_asset,
     review_html,

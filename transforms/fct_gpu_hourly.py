@@ -16,7 +16,11 @@ The basis for capacity, infra idle (capacity - allocated) and hour-of-day views.
   Kubernetes pods add the seconds their pod-labelled samples stand for on the instance
   (``pod_label`` + ``pod_shared`` samples x step, at most the hour, x its fraction; a
   time-sliced GPU's pods share one GPU's seconds); ``allocation_basis`` ``pod_label`` where
-  no Slurm run held the host. A pod whose GPU sent no samples allocates nothing here.
+  no run held the host. Pod time its samples do not stand for (a GPU that sent no samples,
+  an open pod after the data end; ``transforms/gpu_hourly_pods.py``) is held on the pod's
+  node like a Slurm run without labels (``host_spread``/``host_whole``).
+  The spread goes to each instance in proportion to its capacity left free by pod-labelled
+  samples (= its fraction where there are none), so a host's held seconds fill free GPUs.
 - ``active_seconds`` = allocated x the best-signal mean of the samples attributed to runs
   on that instance and hour (null when none were attributed).
 - ``n_samples`` (all samples of the instance), ``attributed_samples`` (tied to runs,
@@ -35,7 +39,9 @@ from datetime import datetime
 
 import polars as pl
 
+from transforms.gpu_hourly_pods import pod_host_deficit
 from transforms.int_gpu_minutes_attributed import ATTRIBUTED_METHODS, POD_METHODS
+from transforms.run_hours import per_hour
 
 INSTANCE = ["cluster", "hostname", "gpu", "gpu_i_id"]
 RANKED = ["cluster", "hostname", "gpu", "gpu_i_profile", "_rank"]
@@ -71,14 +77,8 @@ def _host_allocation(jobs: pl.DataFrame, period_start: datetime, period_end: dat
         run_start=pl.max_horizontal(pl.col("start_time"), pl.lit(period_start)),
         run_end=pl.min_horizontal(pl.col("end_time").fill_null(period_end), pl.lit(period_end)),
     ).filter(pl.col("run_end") > pl.col("run_start"))
-    hours = runs.with_columns(
-        hour=pl.datetime_ranges(pl.col("run_start").dt.truncate("1h"), pl.col("run_end"), "1h", closed="left")
-    ).explode("hour")
-    overlap = pl.min_horizontal(pl.col("run_end"), pl.col("hour") + pl.duration(hours=1)) - pl.max_horizontal(
-        pl.col("run_start"), pl.col("hour")
-    )
     return (
-        hours.with_columns(_seconds=overlap.dt.total_microseconds() / 1e6)
+        per_hour(runs)
         .explode("hosts")
         .rename({"hosts": "hostname"})
         .group_by("cluster", "hostname", "hour")
@@ -137,11 +137,13 @@ def fct_gpu_hourly(
     period_start: datetime,
     period_end: datetime,
     step_seconds: int,
+    pods: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Rows in SCHEMA for every inventory instance x hour of [period_start, period_end).
 
     ``inventory``: ``Config.inventory_frame()`` rows; ``jobs``: stg_slurm__jobs runs;
-    ``attributed``: int_gpu_minutes_attributed rows of the same period.
+    ``attributed``: int_gpu_minutes_attributed rows of the same period; ``pods``:
+    stg_kube__pods rows of the cluster (their time no sample stands for is held on their node).
     """
     hours = pl.datetime_range(period_start, period_end, "1h", closed="left", eager=True).alias("hour")
     instances = inventory.select(*INSTANCE, "gpu_i_profile", "gpu_model", "gpu_fraction").with_columns(
@@ -149,6 +151,9 @@ def fct_gpu_hourly(
     )
     grid = _with_instance_rank(instances).join(hours.to_frame(), how="cross")
     held = _host_allocation(jobs, period_start, period_end)
+    if pods is not None:
+        held = pl.concat([held, pod_host_deficit(pods, attributed, period_start, period_end, step_seconds)]).group_by(
+            "cluster", "hostname", "hour").agg(pl.col("_held_gpu_seconds").sum(), pl.col("_min_run_gpus").min())
     frame = grid.join(held, on=["cluster", "hostname", "hour"], how="left").join(
         _sample_measures(attributed), on=[*RANKED, "hour"], how="left", nulls_equal=True
     ).join(_label_seconds(jobs, attributed, period_start, period_end), on=[*RANKED, "hour"], how="left",
@@ -160,9 +165,12 @@ def fct_gpu_hourly(
         _by_label=(held > 0) & ((label_allocated.sum().over("cluster", "hostname", "hour") - held).abs()
                                 <= 1e-6 * pl.max_horizontal(held, pl.lit(1.0)))
     )
-    spread = pl.col("_held_gpu_seconds").fill_null(0.0) * pl.col("gpu_fraction") / pl.col("_host_capacity")
-    pods = pl.min_horizontal(pl.col("_pod_samples").fill_null(0.0) * step_seconds, pl.lit(3600.0)) * pl.col("gpu_fraction")
-    allocated = pl.when(pl.col("_by_label")).then(label_allocated).otherwise(spread) + pods
+    pod_seconds = pl.min_horizontal(pl.col("_pod_samples").fill_null(0.0) * step_seconds, pl.lit(3600.0)) * pl.col(
+        "gpu_fraction")
+    free = (3600.0 * pl.col("gpu_fraction") - pod_seconds).clip(lower_bound=0.0)
+    host_free = free.sum().over("cluster", "hostname", "hour")
+    spread = pl.when(host_free > 0).then(pl.col("_held_gpu_seconds").fill_null(0.0) * free / host_free).otherwise(0.0)
+    allocated = pl.when(pl.col("_by_label")).then(label_allocated).otherwise(spread) + pod_seconds
     expected = max(1, 3600 // step_seconds)
     n_samples = pl.col("_samples").fill_null(0.0).round().cast(pl.Int64)
     frame = frame.with_columns(

@@ -57,9 +57,10 @@ class KueueConfig(StrictModel):
         return self
 
     def metrics(self) -> list[str]:
-        """Every series name read: the histogram's sum and count, and the gauges."""
+        """Every series name read: the histogram's buckets, sum and count, and the gauges."""
         wait = self.admission_wait
-        return [f"{wait}_sum", f"{wait}_count", self.pending_workloads, self.resource_usage, self.nominal_quota]
+        return [f"{wait}_sum", f"{wait}_count", f"{wait}_bucket", self.pending_workloads, self.resource_usage,
+                self.nominal_quota]
 
 
 class VolcanoConfig(StrictModel):

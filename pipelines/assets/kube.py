@@ -5,12 +5,17 @@ and the monthly staged pods and jobs (docs/kubernetes.md). Clusters without a
 from datetime import datetime, timedelta
 
 import polars as pl
-from dagster import AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from cardhours.config.cluster import ClusterConfig
 from cardhours.schemas import QUARANTINE_SCHEMA
 from cardhours.sources.kube.landing import SOURCE, land
 from cardhours.sources.kube.reader import KubeReader
+from pipelines.checks.gx_adapter import run_suite_on_frame
+from pipelines.checks.kube_suites import (
+    staged_kube_jobs_frame, staged_kube_jobs_suite, staged_pods_frame, staged_pods_suite,
+)
+from pipelines.checks.suites import node_gpu_capacity
 from pipelines.partitions import daily_partitions, monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
 from transforms.stg_kube__jobs import stg_kube__jobs
@@ -21,6 +26,8 @@ from warehouse.connection import read_frame
 SERIES_KEY = ["raw", "kube_series"]
 PODS_KEY = ["staging", "stg_kube__pods"]
 JOBS_KEY = ["staging", "stg_kube__jobs"]
+PODS_CHECK = "gx_stg_kube__pods"
+JOBS_CHECK = "gx_stg_kube__jobs"
 
 
 def kube_step_seconds(cluster: ClusterConfig) -> int:
@@ -89,7 +96,7 @@ def _month_pods(cardhours: CardhoursResource, conn, start: datetime, end: dateti
 
 
 @asset(key=PODS_KEY, partitions_def=monthly_partitions, group_name="staging", kinds={"duckdb", "polars"},
-       deps=[AssetDep(SERIES_KEY)],
+       deps=[AssetDep(SERIES_KEY)], check_specs=[AssetCheckSpec(PODS_CHECK, asset=PODS_KEY, blocking=True)],
        description="One row per GPU pod overlapping the month: times, GPUs (MIG as fractions), department.")
 def stg_kube__pods_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, end = naive_window(context.partition_time_window)
@@ -102,15 +109,17 @@ def stg_kube__pods_asset(context: AssetExecutionContext, cardhours: CardhoursRes
         quarantined = replace_partition(conn, "raw.quarantine", rejects.select(list(QUARANTINE_SCHEMA)),
                                         {"source": "stg_kube__pods", "partition_key": month.isoformat()})
     by_source = dict(pods.group_by("department_source").len().iter_rows()) if pods.height else {}
+    checked = staged_pods_frame(pods, cardhours.config.inventory_frame())
+    check = run_suite_on_frame(staged_pods_suite(), checked, PODS_KEY, PODS_CHECK)
     return MaterializeResult(metadata={
         "rows": rows, "quarantined_pods": quarantined, "month": str(month),
         "department_sources": MetadataValue.json(by_source),
         "gpu_hours": round(float(pods["gpu_seconds"].sum()) / 3600, 3) if pods.height else 0.0,
-    })
+    }, check_results=[check])
 
 
 @asset(key=JOBS_KEY, partitions_def=monthly_partitions, group_name="staging", kinds={"duckdb", "polars"},
-       deps=[AssetDep(PODS_KEY)],
+       deps=[AssetDep(PODS_KEY)], check_specs=[AssetCheckSpec(JOBS_CHECK, asset=JOBS_KEY, blocking=True)],
        description="Kubernetes jobs: bare or replica pods, or the owner (Job, PyTorchJob, PodGroup...) of several.")
 def stg_kube__jobs_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, _ = naive_window(context.partition_time_window)
@@ -120,7 +129,9 @@ def stg_kube__jobs_asset(context: AssetExecutionContext, cardhours: CardhoursRes
         jobs = stg_kube__jobs(pods)
         rows = replace_partition(conn, "staging.stg_kube__jobs", jobs.with_columns(pl.lit(month).alias("month")),
                                  {"month": month})
+    checked = staged_kube_jobs_frame(jobs, node_gpu_capacity(cardhours.config.inventory_frame()))
+    check = run_suite_on_frame(staged_kube_jobs_suite(), checked, JOBS_KEY, JOBS_CHECK)
     return MaterializeResult(metadata={
         "rows": rows, "pods": pods.height, "month": str(month),
         "gang_jobs": int(jobs.filter(pl.col("n_pods") > 1).height) if jobs.height else 0,
-    })
+    }, check_results=[check])

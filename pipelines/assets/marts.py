@@ -104,7 +104,7 @@ def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursReso
     partitions_def=monthly_partitions,
     group_name="marts",
     kinds={"duckdb", "polars"},
-    deps=SAMPLE_DEPS,
+    deps=SAMPLE_DEPS + KUBE_DEPS,
     description="Per GPU or MIG instance and hour: capacity, allocated and active seconds, samples, unattributed samples, coverage.",
     check_specs=[AssetCheckSpec(WITHIN_CAPACITY, asset=GPU_HOURLY_KEY, blocking=True)],
 )
@@ -117,12 +117,18 @@ def fct_gpu_hourly_asset(context: AssetExecutionContext, cardhours: CardhoursRes
             jobs = read_frame(conn, JOBS_SQL, [start.date(), cluster.name])
             attributed = read_attributed(conn, start.date(), cluster.name)
             cluster_inventory = inventory.filter(pl.col("cluster") == cluster.name)
-            frames.append(fct_gpu_hourly(cluster_inventory, jobs, attributed, start, end, cluster.sample_step_seconds))
+            pods = read_frame(conn, KUBE_PODS_SQL, [start.date(), cluster.name]) if cluster.kubernetes else None
+            frames.append(fct_gpu_hourly(cluster_inventory, jobs, attributed, start, end, cluster.sample_step_seconds, pods))
             unknown = jobs.select(pl.col("hosts").explode()).drop_nulls().filter(
                 ~pl.col("hosts").is_in(cluster_inventory.get_column("hostname").implode())
             )
             if unknown.height:
                 context.log.warning(f"{cluster.name}: hosts of runs not in the inventory: {unknown.unique().head(10).to_series().to_list()}")
+            if pods is not None:
+                nodes = pods.select(pl.col("node").drop_nulls().unique()).filter(
+                    ~pl.col("node").is_in(cluster_inventory.get_column("hostname").implode()))
+                if nodes.height:
+                    context.log.warning(f"{cluster.name}: nodes of pods not in the inventory: {nodes.head(10).to_series().to_list()}")
         hourly = pl.concat(frames)
         rows = replace_partition(conn, "marts.fct_gpu_hourly", hourly, {"month": start.date()})
     return MaterializeResult(

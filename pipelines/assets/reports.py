@@ -14,6 +14,7 @@ from pipelines.resources import CardhoursResource
 from reports import build_inputs, render_department_pages, render_review, write_department_pages, write_review
 from reports.chargeback_section import chargeback_section
 from reports.costs import base_model
+from reports.sections.kube_queues import kube_queues_section
 from reports.data import ReviewSettings, first_trend_month
 from warehouse import read_frame
 
@@ -21,6 +22,7 @@ REVIEW_KEY = ["reports", "review_html"]
 FLAGS_KEY = ["marts", "fct_job_flags"]
 USERS_KEY = ["marts", "mart_user_monthly"]
 RECONCILIATION_KEY = ["marts", "mart_chargeback_reconciliation"]
+QUEUES_KEY = ["marts", "mart_kube_queue_monthly"]
 
 # GPU model as fct_job_usage names it: MIG instances as "<model> <profile>".
 _MODEL = "CASE WHEN gpu_i_profile IS NULL THEN gpu_model ELSE gpu_model || ' ' || gpu_i_profile END"
@@ -49,6 +51,7 @@ READS = {
     "users": "SELECT * FROM marts.mart_user_monthly WHERE month = ? ORDER BY cluster, user_name, department",
     "reconciliation": "SELECT * FROM marts.mart_chargeback_reconciliation WHERE month = ? ORDER BY cluster",
     "focus": "SELECT * FROM marts.fct_chargeback_focus WHERE billing_month = ?",
+    "kube_queues": "SELECT * FROM marts.mart_kube_queue_monthly WHERE month = ? ORDER BY cluster, queue_kind, queue",
 }  # fmt: skip
 
 
@@ -87,7 +90,7 @@ def _models_in(frames: dict[str, pl.DataFrame]) -> list[str]:
     partitions_def=monthly_partitions,
     group_name="reports",
     kinds={"html", "plotly"},
-    deps=[AssetDep(k) for k in (JOB_USAGE_KEY, DEPARTMENT_KEY, CLUSTER_KEY, GPU_HOURLY_KEY, FLAGS_KEY, USERS_KEY, RECONCILIATION_KEY)],
+    deps=[AssetDep(k) for k in (JOB_USAGE_KEY, DEPARTMENT_KEY, CLUSTER_KEY, GPU_HOURLY_KEY, FLAGS_KEY, USERS_KEY, RECONCILIATION_KEY, QUEUES_KEY)],
     description="YYYY-MM/review.html for operations and YYYY-MM/departments/<dept>.html for managers "
     "(self-contained, work offline); a rerun replaces them and removes pages of vanished departments.",
 )
@@ -96,11 +99,12 @@ def review_html(context: AssetExecutionContext, cardhours: CardhoursResource) ->
     month = start.date()
     with cardhours.warehouse() as conn:
         frames = read_review_frames(conn, month)
-    reconciliation, focus = frames.pop("reconciliation"), frames.pop("focus")
+    reconciliation, focus, queues = frames.pop("reconciliation"), frames.pop("focus"), frames.pop("kube_queues")
     settings = review_settings(cardhours.config, _models_in(frames))
     inputs = build_inputs(month, str(cardhours.config_path), settings=settings, **frames)
     chargeback = chargeback_section(reconciliation, focus, month.strftime("%Y-%m"), settings.currency)
-    html = render_review(inputs, extra_sections=[chargeback])
+    queue_section = kube_queues_section(queues)
+    html = render_review(inputs, extra_sections=[chargeback] + ([queue_section] if queue_section else []))
     pages = render_department_pages(inputs)
     key = month.strftime("%Y-%m")
     path = write_review(html, cardhours.config.reports.dir, key)

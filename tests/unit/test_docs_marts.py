@@ -11,6 +11,7 @@ from transforms import (
     mart_cluster_monthly,
     mart_department_monthly,
     mart_deployment_monthly,
+    mart_kube_queue_monthly,
 )
 
 DOC = Path(__file__).parents[2] / "docs" / "marts.md"
@@ -20,6 +21,7 @@ MARTS = {
     "marts.mart_department_monthly": mart_department_monthly.SCHEMA,
     "marts.mart_cluster_monthly": mart_cluster_monthly.SCHEMA,
     "marts.mart_deployment_monthly": mart_deployment_monthly.SCHEMA,
+    "marts.mart_kube_queue_monthly": mart_kube_queue_monthly.SCHEMA,
 }
 
 

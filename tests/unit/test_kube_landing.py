@@ -71,6 +71,17 @@ def test_kueue_series_land_sample_by_sample_when_enabled() -> None:
     assert on.queue_samples["value"].to_list() == [2, 3] and on.queue_samples["queue"].unique().to_list() == ["cq"]
 
 
+def test_volcano_and_wait_buckets_land_as_queue_samples_with_their_queue() -> None:
+    volcano = {"__name__": "volcano_e2e_job_scheduling_duration", "queue": "vq", "job_name": "j1"}
+    bucket = {"__name__": "kueue_admission_wait_time_seconds_bucket", "cluster_queue": "cq", "le": "+Inf"}
+    samples = [(0, 0, 5000.0), (1, 0, 1.0)]
+    off = land(long_of([volcano, bucket], samples), KubernetesConfig(), "c", DAY)
+    assert off.queue_samples.is_empty()
+    kube = KubernetesConfig(kueue={"enabled": True}, volcano={"enabled": True})
+    on = land(long_of([volcano, bucket], samples), kube, "c", DAY).queue_samples.sort("metric")
+    assert on["queue"].to_list() == ["cq", "vq"] and on["value"].to_list() == [1.0, 5000.0]
+
+
 def test_chunks_keep_responses_under_half_the_sample_limit() -> None:
     assert chunk_ms(1000, 30_000, 50_000_000, 86_400_000) == 86_400_000
     assert chunk_ms(10_000, 30_000, 50_000_000, 86_400_000) == 2500 * 30_000

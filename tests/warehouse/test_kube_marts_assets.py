@@ -19,7 +19,8 @@ from warehouse.connection import read_frame
 DAY = date(2026, 3, 30)
 DAYS = 2
 TABLES = ("intermediate.int_gpu_minutes_attributed", "marts.fct_job_usage", "marts.fct_gpu_hourly",
-          "marts.mart_department_monthly", "marts.mart_cluster_monthly", "marts.mart_deployment_monthly")
+          "marts.mart_department_monthly", "marts.mart_cluster_monthly", "marts.mart_deployment_monthly",
+          "marts.mart_kube_queue_monthly")
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,8 @@ def run_month(sim: SimulationResult, instance: DagsterInstance, daily: bool) -> 
     result = definitions.resolve_job_def("monthly_review").execute_in_process(partition_key="2026-03-01", instance=instance)
     assert result.success
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert all(checks.values()) and {"samples_conserved", "allocation_within_capacity", "capacity_balance"} <= set(checks)
+    assert all(checks.values()) and {"samples_conserved", "allocation_within_capacity", "capacity_balance",
+                                     "gx_stg_kube__pods", "gx_stg_kube__jobs"} <= set(checks)
     conn = connect(Path(sim.out_dir) / "cardhours.duckdb")
     try:
         return {name: read_frame(conn, f"SELECT * FROM {name} ORDER BY ALL") for name in TABLES}
@@ -57,3 +59,4 @@ def test_mixed_month_builds_and_reruns_identically(sim: SimulationResult) -> Non
     assert sorted(kube["job_id"]) == sorted(truth["job_key"].unique())
     assert (kube.filter(pl.col("n_samples") > 0)["attribution_method"] == "pod_label").all()
     assert first["marts.mart_deployment_monthly"].height >= 3
+    assert set(first["marts.mart_kube_queue_monthly"]["queue_kind"]) == {"kueue", "volcano"}

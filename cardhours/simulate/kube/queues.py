@@ -2,7 +2,7 @@
 
 Kueue (per ClusterQueue): pending workloads (jobs submitted, not yet admitted), GPU usage
 of admitted workloads (held from admission until their last pod ends) against the nominal
-quota, and the admission wait histogram's ``_sum``/``_count`` (counters from 0 at the
+quota, and the admission wait histogram's ``_bucket``/``_sum``/``_count`` (counters from 0 at the
 window start; written as gauge families, as the energy counter is). Volcano: the
 end-to-end scheduling duration (milliseconds) of each job, from its admission on.
 """
@@ -13,11 +13,14 @@ from cardhours.simulate.kube.om_text import Series
 from cardhours.simulate.kube.training import CLUSTER_QUEUE, VOLCANO_QUEUE, TrainingJob
 
 GPU = "nvidia.com/gpu"
+# Kueue's admission wait buckets (seconds): 1, 2, 4, ... 8192, then +Inf.
+WAIT_BUCKETS = [float(2**k) for k in range(14)]
 FLAVOR = "default-flavor"
 FAMILIES: dict[str, tuple[str, str]] = {
     "kueue_pending_workloads": ("gauge", "The number of pending workloads, per 'cluster_queue' and 'status'."),
     "kueue_cluster_queue_resource_usage": ("gauge", "Reports the cluster_queue's total resource usage."),
     "kueue_cluster_queue_nominal_quota": ("gauge", "Reports the cluster_queue's resource nominal quota."),
+    "kueue_admission_wait_time_seconds_bucket": ("gauge", "Time from creation to admission of workloads (buckets)."),
     "kueue_admission_wait_time_seconds_sum": ("gauge", "Time from creation to admission of workloads (sum)."),
     "kueue_admission_wait_time_seconds_count": ("gauge", "Time from creation to admission of workloads (count)."),
     "volcano_e2e_job_scheduling_duration": ("gauge", "E2E job scheduling duration (milliseconds)."),
@@ -59,7 +62,18 @@ def kueue_series(jobs: list[TrainingJob], quota_gpus: int, window: int) -> list[
                _steps([(j.admitted, float(j.admitted - j.submit)) for j in admitted], window)),
         Series("kueue_admission_wait_time_seconds_count", dict(cq),
                _steps([(j.admitted, 1.0) for j in admitted], window)),
+        *_wait_buckets(admitted, cq, window),
     ]
+
+
+def _wait_buckets(admitted: list[TrainingJob], cq: dict[str, str], window: int) -> list[Series]:
+    """Cumulative counters per upper bound ``le``: admissions whose wait was at most ``le``."""
+    out = []
+    for le in [*WAIT_BUCKETS, float("inf")]:
+        label = "+Inf" if le == float("inf") else f"{le:g}"
+        events = [(j.admitted, 1.0) for j in admitted if j.admitted - j.submit <= le]
+        out.append(Series("kueue_admission_wait_time_seconds_bucket", {**cq, "le": label}, _steps(events, window)))
+    return out
 
 
 def volcano_series(jobs: list[TrainingJob], window: int) -> list[Series]:

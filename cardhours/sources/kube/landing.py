@@ -8,8 +8,11 @@ instead of every 30 s repeat. Labels other than namespace/pod/uid go to ``labels
 sorted keys); on ``kube_pod_labels`` / ``kube_namespace_labels`` only the allowlisted
 ``label_*`` labels are kept (``KubernetesConfig.kept_labels``).
 
-``raw.kube_queue_samples``: every sample of the Kueue ClusterQueue series (they change
-over the day, and there are few of them), with the queue name pulled out.
+``raw.kube_queue_samples``: every sample of the Kueue ClusterQueue series (the admission
+wait histogram's buckets, sum and count, pending workloads, usage and nominal quota: they
+change over the day, and there are few of them) and of Volcano's per-job scheduling
+duration, with the queue name pulled out (Kueue's ``cluster_queue`` label, else Volcano's
+``queue``).
 
 A pod series without a ``namespace`` or ``pod`` label cannot be given to a pod: it is
 quarantined with its sample count, never dropped silently.
@@ -83,6 +86,8 @@ def land(long: LongSamples, kube: KubernetesConfig, cluster: str, day: date) -> 
     """The day's raw rows (``long`` holds the day's samples only)."""
     meta = _series_meta(long.series, kube)
     queue_metrics = set(kube.kueue.metrics()) if kube.kueue.enabled else set()
+    if kube.volcano.enabled:
+        queue_metrics.add(kube.volcano.job_scheduling_duration)
     pod_metrics = set(kube.pod_metrics()) - {kube.metric_names.namespace_labels}
     tags = {"cluster": pl.lit(cluster), "day": pl.lit(day, pl.Date)}
     in_queue = pl.col("metric").is_in(list(queue_metrics))
@@ -97,7 +102,8 @@ def land(long: LongSamples, kube: KubernetesConfig, cluster: str, day: date) -> 
                       pl.col("last_ts").cast(pl.String)).alias("payload"))
     queue_ids = meta.filter(in_queue)
     queue = (long.samples.join(queue_ids, on="series_id", how="inner")
-             .with_columns(queue=pl.col("labels").str.json_path_match("$.cluster_queue"), **tags))
+             .with_columns(queue=pl.coalesce(pl.col("labels").str.json_path_match("$.cluster_queue"),
+                                             pl.col("labels").str.json_path_match("$.queue")), **tags))
     return Landing(series.sort("metric", "namespace", "pod", "labels"),
                    queue.select(list(RAW_KUBE_QUEUE_SCHEMA)).sort("metric", "labels", "ts"),
                    bad.select(list(QUARANTINE_SCHEMA)).cast(QUARANTINE_SCHEMA))  # type: ignore[arg-type]
