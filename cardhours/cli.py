@@ -109,16 +109,17 @@ def _run_month(config_path: Path, settings: Config, month: str) -> None:
             console.print(f"[red]run failed[/red]: {exc}", highlight=False)
             raise typer.Exit(1) from exc
     out.print(f"month {outputs.month}: {outputs.days} daily partitions + monthly marts", highlight=False)
-    out.print(f"  warehouse: {outputs.warehouse}", highlight=False)
-    out.print(f"  review:    {outputs.review}", highlight=False)
     month_dir = outputs.review.parent
     pages = sorted((month_dir / "departments").glob("*.html"))
+    lines = [("warehouse", str(outputs.warehouse)), ("review", str(outputs.review))]
     if pages:
-        out.print(f"  departments: {len(pages)} pages in {month_dir / 'departments'}", highlight=False)
+        lines.append(("departments", f"{len(pages)} pages in {month_dir / 'departments'}"))
     for label, name in (("flags", "flagged_jobs.csv"), ("chargeback", "chargeback_focus.csv"),
                         ("chargeback", "chargeback_focus.parquet"), ("job detail", "chargeback_jobs.csv")):
         if (month_dir / name).is_file():
-            out.print(f"  {label + ':':<11}{month_dir / name}", highlight=False)
+            lines.append((label, str(month_dir / name)))
+    for label, where in lines:
+        out.print(f"  {label + ':':<13}{where}", highlight=False)
 
 
 @app.command()
