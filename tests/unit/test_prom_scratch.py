@@ -67,3 +67,21 @@ def test_merger_gives_merged_chunks_back_and_the_next_metric_reuses_them() -> No
     first = samples.filter(samples["series_id"] == 1)
     assert first["value"].unique().to_list() == [float(a[1])]
     assert first["ts"].dt.epoch("us").diff().drop_nulls().unique().to_list() == [1_000_000]
+
+
+def _mapping_flags(array: np.ndarray) -> str:
+    """The permission column (``rw-p`` private, ``rw-s`` shared) of the mapping holding ``array``."""
+    address = array.__array_interface__["data"][0]
+    for line in open("/proc/self/maps"):
+        span, perms = line.split()[:2]
+        low, high = (int(part, 16) for part in span.split("-"))
+        if low <= address < high:
+            return perms
+    raise AssertionError("no mapping holds the array")
+
+
+def test_buffers_are_private_anonymous_memory_not_shared_memory() -> None:
+    # a MAP_SHARED anonymous mapping (Python's default) is shmem: first touches cost ~1.7x
+    taken = Scratch().take(SMALLEST, np.uint8)
+    taken[:] = 1
+    assert _mapping_flags(taken) == "rw-p"
