@@ -9,7 +9,8 @@ set-up and ends when the data is in memory:
   parallel, decoded into LongSamples).
 - ``raw``: the same HTTP requests (the census probes, then ``plan_metric`` per partition,
   exactly what ``read_long`` sends when nothing is refused) with the same concurrency and
-  the same ``PrometheusClient`` session; bodies are read and discarded, nothing is parsed.
+  the same ``PrometheusClient`` session; bodies are read the way ``read_long`` reads them
+  (data answers into reused buffers, ``body.read_into``) and discarded, nothing is parsed.
   The request list is built before the clock starts.
 - ``client``: prometheus-api-client's ``get_metric_range_data`` per metric over the window,
   then ``MetricRangeDataFrame`` of each result (the library's own DataFrame path).
@@ -153,15 +154,21 @@ def request_list(source, start: datetime, end: datetime) -> list[tuple[str, dict
 
 
 def raw(config: dict, start: datetime, end: datetime) -> dict:
+    from cardhours.sources.prometheus.scratch import Scratch
+
     source = _source(config)
     requests = request_list(source, start, end)
     client = source.client
     base = _rss_mib()
     warm_up = request_list(source, start, start + WARM_UP)
+    scratch = Scratch()
 
     def fetch(request: tuple[str, dict[str, str]]) -> int:
         path, params = request
-        return len(client.get(path, params, query=params.get("query", path), window="bench"))
+        into = scratch if path != "/api/v1/series" else None  # as read_long: census probes as bytes
+        body = client.get(path, params, query=params.get("query", path), window="bench", into=into)
+        scratch.give(body)
+        return len(body)
 
     with ThreadPoolExecutor(max_workers=source.config.max_parallel_requests) as pool:
         list(pool.map(fetch, warm_up))

@@ -75,6 +75,7 @@ def test_day_reads_back_exactly(url: str, expected: pl.DataFrame) -> None:
     report = prom.last_report
     assert prom.fields_present == tuple(DCGM_FIELDS)
     assert report.fetch.refused == 0 and report.fetch.planned == len(DCGM_FIELDS)
+    assert report.fetch.placed_fallbacks == 0  # every answer decoded into place (place.py), none merged
     assert report.n_samples == sum(expected[c].count() for c in DCGM_FIELDS.values())
 
 
@@ -99,7 +100,7 @@ def test_small_limits_force_time_chunks_and_host_shards(url: str, expected: pl.D
     got = prom.read_samples(CLUSTER, T0, T1)
     assert_frame_equal(got.sort(KEYS, nulls_last=True), expected)
     fetch = prom.last_report.fetch
-    assert fetch.refused == 0 and fetch.planned > 10 * len(DCGM_FIELDS)
+    assert fetch.refused == 0 and fetch.planned > 10 * len(DCGM_FIELDS) and fetch.placed_fallbacks == 0
     assert ("Hostname", ("gpu-004",)) in fetch.shards and len(fetch.shards) >= 2
 
 

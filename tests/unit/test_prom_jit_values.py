@@ -153,3 +153,28 @@ def test_a_list_must_end_before_its_closing_bracket() -> None:
         status = jit_values.read_lists(np.frombuffer(text, np.uint8), jit_values.words_of(text),
                                        np.array([0]), np.array([end]), 0, *args)[0]
         assert status == jit_values.BAD_LAYOUT
+
+
+def test_placed_decoding_writes_each_list_at_its_place_and_checks_counts_and_order() -> None:
+    lists = ['[10,"1"],[20,"2"],[30,"3"]', '[5,"4"],[40,"NaN"]', '[1,"5"],[3,"6"],[2,"7"]']
+    text = ",".join(f"[{one}]" for one in lists).encode()
+    starts = np.array([text.index(one.encode()) for one in lists], np.int64)
+    ends = starts + np.array([len(one) for one in lists], np.int64)
+    body = np.frombuffer(text, np.uint8)
+    words = jit_values.words_of(text)
+    ts, values, series = np.zeros(6, np.int64), np.zeros(6), np.zeros(6, np.uint32)
+    slow = np.empty((4, 3), np.int64)
+    us = 1_000_000
+
+    def decode(dest: list[int], expected: list[int], lo: int = 0, hi: int = 35, lists: int = 2):
+        return jit_values.decode_lists(body, words, starts[:lists], ends[:lists], 0, lo * us, hi * us,
+                                       np.array(dest, np.int64), np.array(expected, np.int64),
+                                       np.array([7, 9, 3][:lists], np.int64), ts, values, series,
+                                       np.empty(lists, np.int64), slow)
+
+    status, n, n_slow, _ = decode([1, 0], [3, 1])  # second list first in the output; its 40 is outside
+    assert status == jit_values.OK and n == 4 and n_slow == 0
+    assert (ts[:4] // us).tolist() == [5, 10, 20, 30] and series[:4].tolist() == [9, 7, 7, 7]
+    assert decode([1, 0], [2, 1])[0] == jit_values.COUNT_MISMATCH  # a sample more than counted
+    assert decode([1, 0], [3, 2])[0] == jit_values.COUNT_MISMATCH  # fewer than counted
+    assert decode([0, 3, 4], [3, 1, 3], lists=3)[0] == jit_values.OUT_OF_ORDER  # 3 then 2

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
+import numpy as np
 import requests
 import urllib3
 from prometheus_api_client import PrometheusConnect
@@ -29,7 +30,9 @@ from urllib3.util.retry import Retry
 
 from cardhours.config.cluster import PrometheusConfig
 from cardhours.sources.metrics import MetricsSourceError
+from cardhours.sources.prometheus.body import read_into
 from cardhours.sources.prometheus.decode import server_error
+from cardhours.sources.prometheus.scratch import Scratch
 
 __all__ = ["Backoff", "PrometheusClient", "PrometheusQueryError", "auth_from_env"]
 
@@ -120,11 +123,17 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
         return None
 
 
-def _read_body(response: requests.Response) -> bytes:
-    """The whole body in one read (requests' ``.content`` loops over 10 KB pieces: 2-3x the CPU);
-    the connection goes back to the pool afterwards, or is closed if reading failed."""
+def _read_body(response: requests.Response, into: Scratch | None = None) -> bytes | np.ndarray:
+    """The whole body in one read (requests' ``.content`` loops over 10 KB pieces: 2-3x the CPU),
+    of a 200 answer into a buffer from ``into`` when given (``body.read_into``); the
+    connection goes back to the pool afterwards, or is closed if reading failed."""
     try:
-        body = response.raw.read(decode_content=True)
+        if into is not None and response.status_code == 200:
+            body = read_into(response, into.take, into.give, into.body_guess())
+            if isinstance(body, np.ndarray):
+                into.saw_body(len(body))
+        else:
+            body = response.raw.read(decode_content=True)
     except BaseException:
         response.close()
         raise
@@ -183,26 +192,29 @@ class PrometheusClient:
         return PrometheusQueryError(f"undecodable answer from {url} for query {query!r} window {window}: {reason}",
                                     url=url, query=query, window=window, status=200, error=str(reason), attempts=1)
 
-    def get(self, path: str, params: Mapping[str, str], *, query: str, window: str) -> bytes:
-        """The body of a 200 answer to ``path?params``; ``query``/``window`` only name it in errors."""
+    def get(self, path: str, params: Mapping[str, str], *, query: str, window: str,
+            into: Scratch | None = None) -> bytes | np.ndarray:
+        """The body of a 200 answer to ``path?params``; ``query``/``window`` only name it in errors.
+        With ``into``, usually a uint8 array over a buffer from it (``body.read_into``: the
+        caller gives it back), else ``bytes``."""
         url = self.url + path
         attempt = 0
         while True:
-            outcome = self._attempt(url, params)
-            if isinstance(outcome, bytes):
+            outcome = self._attempt(url, params, into)
+            if not isinstance(outcome, _Failure):
                 return outcome
             if not outcome.retryable or attempt >= self.max_retries:
                 raise self._error(url, query, window, outcome, attempt + 1)
             self._sleep(self.backoff.delay(attempt, outcome.retry_after))
             attempt += 1
 
-    def _attempt(self, url: str, params: Mapping[str, str]) -> bytes | _Failure:
+    def _attempt(self, url: str, params: Mapping[str, str], into: Scratch | None = None) -> bytes | np.ndarray | _Failure:
         post = len(urlencode(params)) > POST_ABOVE
         try:
             response = self._session.request(
                 "POST" if post else "GET", url, params=None if post else params, data=params if post else None,
                 headers=self._headers, auth=self.connection.auth, timeout=self.timeout_seconds, stream=True)
-            body = _read_body(response)
+            body = _read_body(response, into)
         except TRANSPORT_ERRORS as exc:
             tls = isinstance(exc, requests.exceptions.SSLError)
             return _Failure(None, f"{type(exc).__name__}: {exc}", transient=not tls)

@@ -1,11 +1,13 @@
-"""Run planned requests in parallel, split refused ones, merge the answers into LongSamples.
+"""Run planned requests in parallel, split refused ones, assemble the answers into LongSamples.
 
-Each worker thread fetches one request and decodes it right away (:func:`fetch_one`: the
-numba kernel of ``jit_values`` releases the GIL, so decoding overlaps the other requests
-in flight and the other workers' decoding) into a :class:`chunks.Chunk`. A request the
-server refuses for its size is split (``plan.split_refused``: fewer hosts, then half the
-time) and the parts are queued; any other failure cancels what is queued and raises. Each
-metric is merged (``merge``) as soon as its last request is answered.
+Each worker thread fetches one request and scans it right away (:func:`fetch_scanned`:
+where each series' samples are and how many are in the window, ``place.scan``), or
+decodes it the reference way when its layout is not the compact one. A request the server
+refuses for its size is split (``plan.split_refused``: fewer hosts, then half the time) and
+the parts are queued; any other failure cancels what is queued and raises. As soon as a
+metric's last request is answered its answers are decoded straight into the metric's
+output arrays on a second pool (``assemble``: the numba kernel releases the GIL, so this
+overlaps the other metrics' requests), while the fetch pool goes on.
 """
 
 from __future__ import annotations
@@ -13,16 +15,18 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 
-import numpy as np
-
-from cardhours.sources.prometheus.chunks import Chunk, SeriesIndex, window_blocks
+from cardhours.sources.prometheus import LongSamples
+from cardhours.sources.prometheus.assemble import Assembly, decode_chunk
+from cardhours.sources.prometheus.chunks import Chunk, SeriesIndex
 from cardhours.sources.prometheus.client import PrometheusClient, PrometheusQueryError
-from cardhours.sources.prometheus.decode import DecodeError, Matrix, decode_columns
-from cardhours.sources.prometheus.merge import Merger
+from cardhours.sources.prometheus.decode import DecodeError
+from cardhours.sources.prometheus.place import Body, Scanned, scan
+from cardhours.sources.prometheus.pools import Pools
 from cardhours.sources.prometheus.plan import DAY_MS, Census, PlanError, Request, split_refused
 from cardhours.sources.prometheus.scratch import Scratch
 
@@ -36,6 +40,7 @@ class FetchStats:
     shards: set[tuple[str | None, tuple[str, ...]]] = field(default_factory=set)  # host shards answered
     n_bytes: int = 0
     seconds: float = 0.0
+    placed_fallbacks: int = 0  # metrics decoded the reference way although every answer was scanned
 
 
 def window_text(start_ms: int, end_ms: int) -> str:
@@ -55,37 +60,38 @@ def describe(request: Request) -> str:
     return window_text(request.start_ms, request.end_ms) + shard
 
 
-def fetch_one(client: PrometheusClient, request: Request, selector: str, index: SeriesIndex | None = None,
-              scratch: Scratch | None = None) -> Chunk:
-    """One request, decoded (into ``scratch``'s memory when given) and cut to its window
-    (downsampled points moved to their bucket start)."""
+def fetch_body(client: PrometheusClient, request: Request, selector: str,
+               into: Scratch | None = None) -> tuple[Body, Callable[[DecodeError], Exception]]:
+    """The answer's body (in a buffer from ``into`` when given), and how to report it
+    undecodable (naming URL, query and window)."""
     path, params = request.http(selector)
     window = describe(request)
-    body = client.get(path, params, query=params["query"], window=window)
-    n_bytes = len(body)
-    index = SeriesIndex() if index is None else index
+    body = client.get(path, params, query=params["query"], window=window, into=into)
+    return body, partial(client.undecodable, path, params["query"], window)
+
+
+def fetch_one(client: PrometheusClient, request: Request, selector: str, index: SeriesIndex | None = None,
+              scratch: Scratch | None = None) -> Chunk:
+    """One request, decoded the reference way (``assemble.decode_chunk``)."""
+    body, undecodable = fetch_body(client, request, selector)
     try:
-        columns = decode_columns(body, request.ts_shift_ms, scratch)
-        if isinstance(columns, Matrix):  # not the compact layout: the reference decoder's result
-            series, counts, values = columns.labels, columns.counts, columns.values
-            ts_us = (columns.ts_ms - request.ts_shift_ms) * 1000
-        else:
-            series, counts, ts_us, values = columns.texts, columns.counts, columns.ts_us, columns.values
-        del columns
-        ids = index.ids(request.metric, series)
+        return decode_chunk(body, request, SeriesIndex() if index is None else index, scratch)
     except DecodeError as exc:
-        raise client.undecodable(path, params["query"], window, exc) from exc
-    del body
-    start_us, end_us = request.start_ms * 1000, request.end_ms * 1000
-    blocks = window_blocks(ts_us, counts, start_us, end_us)
-    if blocks is None:  # not in time order: keep the window's samples by copying them
-        keep = (ts_us >= start_us) & (ts_us < end_us)
-        owner = np.repeat(np.arange(len(counts)), counts)[keep]
-        counts = np.bincount(owner, minlength=len(counts))
-        ts_us, values = ts_us[keep], values[keep]
-        blocks = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64), counts
-    offsets, lengths = blocks
-    return Chunk(request, ids, offsets, lengths.astype(np.int64), ts_us, values, n_bytes)
+        raise undecodable(exc) from exc
+
+
+def fetch_scanned(client: PrometheusClient, request: Request, selector: str, assembly: Assembly) -> Scanned | Chunk:
+    """One request, scanned for placed decoding (``place.scan``), else decoded the reference way."""
+    body, undecodable = fetch_body(client, request, selector, assembly.scratch)
+    try:
+        scanned = scan(body, request, assembly.index)
+        if scanned is not None:
+            return scanned
+        chunk = decode_chunk(body, request, assembly.index, assembly.scratch)
+    except DecodeError as exc:
+        raise undecodable(exc) from exc
+    assembly.scratch.give(body)
+    return chunk
 
 
 Partition = tuple[str, int, int]  # metric, start ms, end ms (one UTC day at most)
@@ -95,45 +101,58 @@ def fetch_all(client: PrometheusClient, partitions: list[Partition], *, probe: C
               plan: Callable[[Census, int, int], list[Request]], selector: str, max_parallel: int,
               min_span_ms: int) -> tuple[list[Census], LongSamples, FetchStats]:
     """Probe each partition, plan it as soon as its census is in, fetch every request (refused ones
-    split); all on one pool, so probes overlap fetches. Each metric is merged as soon as its last
-    request is answered. Censuses are returned in partition order."""
+    split); all on one pool, so probes overlap fetches. Once a metric's last request is answered
+    its answers are decoded into place on a second pool (one thread per CPU, at most 4) while
+    the other metrics are fetched. Censuses are returned in partition order."""
     stats = FetchStats()
     started = time.perf_counter()
     censuses: dict[int, Census] = {}
-    merger = Merger()
+    assembly = Assembly(lambda request, exc: client.undecodable(*_named(request, selector), exc))
     remaining = Counter(metric for metric, _, _ in partitions)  # per metric: partitions to plan + requests open
-    pool = ThreadPoolExecutor(max_workers=max(max_parallel, 1), thread_name_prefix="prometheus")
-    probes: dict[Future[Census], int] = {pool.submit(probe, *part): i for i, part in enumerate(partitions)}
-    fetches: dict[Future[Chunk], Request] = {}
+    pools = Pools(max_parallel)
+    submit, pool = pools.submit, pools.fetch
+    probes: dict[Future[Census], int] = {submit(pool, probe, *part): i for i, part in enumerate(partitions)}
+    fetches: dict[Future[Scanned | Chunk], Request] = {}
+    decoding: dict[Future[bool], str] = {}
     by_day: dict[tuple[str, int], Census] = {}
     try:
-        while probes or fetches:
-            done, _ = wait([*probes, *fetches], return_when=FIRST_COMPLETED)
-            for future in done:
-                if future in probes:
-                    i = probes.pop(future)
-                    metric = partitions[i][0]
-                    census = censuses[i] = future.result()
-                    by_day[(census.metric, partitions[i][1] // DAY_MS)] = census
-                    work = plan(census, partitions[i][1], partitions[i][2])
-                    stats.planned += len(work)
-                else:
-                    request = fetches.pop(future)
-                    metric = request.metric
-                    work = _settle(future, request, by_day, min_span_ms, merger, stats)
-                fetches.update({pool.submit(fetch_one, client, r, selector, merger.index, merger.scratch): r for r in work})
-                remaining[metric] += len(work) - 1
-                if not remaining[metric]:
-                    merger.close(metric)
+        while probes or fetches or decoding:
+            future = pools.finished.get()
+            if future in decoding:
+                assembly.job_done(decoding.pop(future), future.result())
+                continue
+            if future in probes:
+                i = probes.pop(future)
+                metric = partitions[i][0]
+                census = censuses[i] = future.result()
+                by_day[(census.metric, partitions[i][1] // DAY_MS)] = census
+                work = plan(census, partitions[i][1], partitions[i][2])
+                stats.planned += len(work)
+            else:
+                request = fetches.pop(future)
+                metric = request.metric
+                work = _settle(future, request, by_day, min_span_ms, assembly, stats)
+            fetches.update({submit(pool, fetch_scanned, client, r, selector, assembly): r for r in work})
+            remaining[metric] += len(work) - 1
+            if not remaining[metric]:
+                executor = pools.decode if fetches or probes else pools.last
+                decoding.update({submit(executor, job): metric for job in assembly.close(metric)})
     finally:
-        pool.shutdown(wait=not (probes or fetches), cancel_futures=True)
-    long = merger.result()
+        pools.shutdown(busy=bool(probes or fetches or decoding))
+    long = assembly.result()
+    stats.placed_fallbacks = assembly.fallbacks
     stats.seconds = time.perf_counter() - started
     return [censuses[i] for i in range(len(partitions))], long, stats
 
 
-def _settle(future: Future[Chunk], request: Request, censuses: Mapping[tuple[str, int], Census],
-            min_span_ms: int, merger: Merger, stats: FetchStats) -> list[Request]:
+def _named(request: Request, selector: str) -> tuple[str, str, str]:
+    """(path, query, window) of ``request``, as its errors name it."""
+    path, params = request.http(selector)
+    return path, params["query"], describe(request)
+
+
+def _settle(future: Future[Scanned | Chunk], request: Request, censuses: Mapping[tuple[str, int], Census],
+            min_span_ms: int, assembly: Assembly, stats: FetchStats) -> list[Request]:
     """Keep an answered request's chunk; for a refused one return its parts; raise anything else."""
     try:
         chunk = future.result()
@@ -146,9 +165,9 @@ def _settle(future: Future[Chunk], request: Request, censuses: Mapping[tuple[str
         except PlanError as err:
             exc.add_note(f"cardhours cannot make this request smaller: {err}")
             raise exc from err
-    merger.add(chunk)
+    assembly.add(chunk)
     stats.answered += 1
-    stats.n_bytes += chunk.n_bytes
+    stats.n_bytes += len(chunk.body) if isinstance(chunk, Scanned) else chunk.n_bytes
     stats.max_splits = max(stats.max_splits, request.splits)
     if request.shard is not None:
         stats.shards.add((request.shard.label, request.shard.hosts))

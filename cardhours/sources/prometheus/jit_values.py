@@ -1,20 +1,11 @@
 """A matrix response's values lists -> int64 microseconds and float64 values, in one pass.
 
 A numba-compiled loop reads each values list (``[1700000000.123,"0.5"],[...]``, outer
-brackets excluded: the bounds :func:`decode._scan` found) byte by byte and writes straight
-into preallocated arrays, with the GIL released (the fetch's worker threads decode in
-parallel while other responses are in flight):
-
-- timestamps: decimal seconds with at most three decimals (what Prometheus writes), turned
-  into exact integer milliseconds, less the request's shift, times 1000 (the first eight
-  digits read at once from a 64-bit word);
-- values: a short decimal (an optional ``-``, digits, at most one ``.``: what Go's
-  ``FormatFloat(v, 'f', -1, 64)`` writes for most values) whose digits, read as an integer
-  ``m``, are at most 2**53 and which has at most 22 decimals is ``m / 10**decimals``: both
-  operands are exact in float64 and IEEE division is correctly rounded, so the result is
-  exactly Python's ``float(text)``. Anything else (``NaN``, ``+Inf``, ``-Inf``, long
-  mantissas, exponents, tiny values) is left to :func:`finish_slow`: its position is
-  recorded and Python's ``float`` parses it.
+brackets excluded: the bounds :func:`decode._scan` found) and writes straight into
+preallocated arrays, with the GIL released (the fetch's worker threads decode in parallel
+while other responses are in flight). One sample is read by ``jit_sample`` (exact
+timestamps; values exactly Python's ``float(text)`` or left to :func:`finish_slow`, which
+hands ``NaN``, ``+Inf``, ``-Inf``, exponents and long mantissas to ``float``).
 
 The kernel returns a status instead of raising: anything not in that layout (other
 timestamp formats, whitespace, a damaged list) or too many slow values makes the caller use
@@ -28,26 +19,17 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from numba import int64, njit, uint64
+from numba import njit
+
+from cardhours.sources.prometheus.jit_sample import _MS_SCALE, _POW10, careful, eight_digits, load8
 
 OK = 0
 BAD_LAYOUT = 1  # not the layout this kernel reads: decode the response another way
 TOO_MANY_SLOW = 2  # more values for float() than the slow buffer holds: decode another way
-
-_POW10 = np.array([10.0 ** i for i in range(23)], np.float64)  # all exact in float64
-_MS_SCALE = np.array([1000, 100, 10, 1], np.int64)  # by number of decimals of the seconds
-MAX_EXACT = 2 ** 53
+OUT_OF_ORDER = 3  # placed: a list's timestamps do not increase
+COUNT_MISMATCH = 4  # placed: a list kept another number of samples than its counted ones
+LOWEST, HIGHEST = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 MIN_SAMPLE_BYTES = 8  # '[1,"1"]' and a separating ',': the fewest bytes a sample takes
-
-# Eight ASCII digits at once (SWAR) in a little-endian uint64: a timestamp's first 8 digits.
-_ZEROS = np.uint64(0x3030303030303030)
-_HIGH = np.uint64(0xF0F0F0F0F0F0F0F0)
-_SIX = np.uint64(0x0606060606060606)
-_PAIRS = np.uint64(0x000000FF000000FF)
-_C1 = np.uint64(100 + (1000000 << 32))
-_C2 = np.uint64(1 + (10000 << 32))
-_U8, _U16, _U32, _U64, _TEN = np.uint64(8), np.uint64(16), np.uint64(32), np.uint64(64), np.uint64(10)
-_LOW32 = np.uint64(0xFFFFFFFF)
 
 
 def max_samples(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -58,49 +40,37 @@ def max_samples(starts: np.ndarray, ends: np.ndarray) -> int:
 def words_of(body: bytes) -> np.ndarray:
     """``body`` as aligned little-endian uint64 words (no copy; the last partial word left
     out), or no words when the bytes are not 8-byte aligned or the machine is big-endian
-    (then :func:`read_lists` reads byte by byte)."""
+    (then the kernels read byte by byte)."""
     words = np.frombuffer(body, np.uint64, count=len(body) // 8)
     return words if words.flags.aligned and sys.byteorder == "little" else np.zeros(0, np.uint64)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _load8(words, pos):  # pragma: no cover - compiled
-    """The 8 bytes at ``pos`` as a little-endian uint64, from two aligned words."""
-    q = pos >> 3
-    r = pos & 7
-    if r == 0:
-        return words[q]
-    shift = uint64(r * 8)
-    return (words[q] >> shift) | (words[q + 1] << (_U64 - shift))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _eight_digits(word):  # pragma: no cover - compiled
-    """The number 8 ASCII digits spell (first digit in the lowest byte), or -1 if one is not a digit."""
-    if (word & _HIGH) != _ZEROS or ((word + _SIX) & _HIGH) != _ZEROS:
-        return int64(-1)
-    v = word - _ZEROS
-    v = v * _TEN + (v >> _U8)
-    v = (((v & _PAIRS) * _C1) + (((v >> _U16) & _PAIRS) * _C2)) >> _U32
-    return int64(v & _LOW32)
-
-
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def read_lists(body, words, starts, ends, shift_ms, ts_us, values, counts, slow):  # pragma: no cover - compiled
-    """Decode the lists ``body[starts[i]:ends[i]]`` into ``ts_us``/``values`` (series after
-    series; ``counts[i]`` samples each); ``words`` is :func:`words_of` the body. Each list is
-    followed by its closing ``]`` (``body[ends[i]]``), else BAD_LAYOUT. A value left to
-    Python gets NaN in ``values`` and a row ``(sample index, text start, text end)`` in
-    ``slow``. Returns ``(status, samples, slow rows, byte position of a layout error)``."""
+def decode_lists(body, words, starts, ends, shift_ms, lo_us, hi_us, dest, expected, rank,
+                 ts_us, values, series, counts, slow):  # pragma: no cover - compiled
+    """Decode the lists ``body[starts[i]:ends[i]]`` (``words``: :func:`words_of` the body),
+    keeping samples with ``lo_us <= ts < hi_us``: ``counts[i]`` of list ``i``.
+
+    Sequential (``dest`` empty): lists one after the other from position 0. Placed: list
+    ``i``'s samples go to ``dest[i]`` onwards with ``series`` set to ``rank[i]``; each
+    list's timestamps must increase (else OUT_OF_ORDER) and exactly ``expected[i]`` must be
+    kept (else COUNT_MISMATCH). Each list is followed by its closing ``]``
+    (``body[ends[i]]``), else BAD_LAYOUT. A value left to Python gets NaN and a row ``(sample
+    position, text start, text end)`` in ``slow``. Returns ``(status, samples, slow rows,
+    byte position of an error)``."""
     pow10 = _POW10
     scale = _MS_SCALE
     n_words = words.shape[0]
+    placed = dest.shape[0] > 0
     n = 0
     n_slow = 0
     for s in range(starts.shape[0]):
         pos = starts[s]
         end = ends[s]
-        first = n
+        at = dest[s] if placed else n
+        first = at
+        stop = at + expected[s] if placed else ts_us.shape[0]
+        prev = LOWEST
         if end >= body.shape[0] or body[end] != 93:  # every list ends with its ']': no loop reads past it
             return BAD_LAYOUT, n, n_slow, end
         while pos < end:
@@ -110,80 +80,110 @@ def read_lists(body, words, starts, ends, shift_ms, ts_us, values, counts, slow)
             ms = 0
             digits = 0
             if pos + 8 < end and (pos >> 3) + 1 < n_words:
-                first8 = _eight_digits(_load8(words, pos))
+                first8 = eight_digits(load8(words, pos))
                 if first8 >= 0:
                     ms = first8
                     digits = 8
                     pos += 8
-            while 48 <= body[pos] <= 57:  # stops at the list's closing ']' at the latest
-                ms = ms * 10 + (body[pos] - 48)
+            c = body[pos]
+            while 48 <= c <= 57:  # stops at the list's closing ']' at the latest
+                ms = ms * 10 + (c - 48)
                 digits += 1
                 pos += 1
+                c = body[pos]
             if digits == 0 or digits > 12:
                 return BAD_LAYOUT, n, n_slow, pos
             decimals = 0
-            if pos < end and body[pos] == 46:  # .
+            if c == 46:  # .
                 pos += 1
-                while 48 <= body[pos] <= 57:
-                    ms = ms * 10 + (body[pos] - 48)
+                c = body[pos]
+                while 48 <= c <= 57:
+                    ms = ms * 10 + (c - 48)
                     decimals += 1
                     pos += 1
+                    c = body[pos]
                 if decimals == 0 or decimals > 3:
                     return BAD_LAYOUT, n, n_slow, pos
-            if pos + 2 >= end or body[pos] != 44 or body[pos + 1] != 34:  # ,"
+            if pos + 2 >= end or c != 44 or body[pos + 1] != 34:  # ,"
                 return BAD_LAYOUT, n, n_slow, pos
-            ts_us[n] = (ms * scale[decimals] - shift_ms) * 1000
+            ts = (ms * scale[decimals] - shift_ms) * 1000
             pos += 2
             text = pos
-            negative = False
-            if body[pos] == 45:  # -
-                negative = True
+            c = body[pos]
+            negative = c == 45  # -
+            if negative:
                 pos += 1
-            mantissa = 0
-            significant = 0
-            decimals = 0
-            digits = 0
-            dot = False
-            while True:  # stops at the list's closing ']' at the latest
                 c = body[pos]
-                if 48 <= c <= 57:
-                    digits += 1
-                    if significant or c != 48:
-                        significant += 1
-                        if significant <= 18:
-                            mantissa = mantissa * 10 + (c - 48)
-                    if dot:
-                        decimals += 1
-                elif c == 46 and not dot:
-                    dot = True
-                else:
-                    break
+            mantissa = 0
+            digits = 0
+            while 48 <= c <= 57:
+                mantissa = mantissa * 10 + (c - 48)
+                digits += 1
                 pos += 1
-            if pos < end and body[pos] == 34 and digits and significant <= 18 and mantissa <= MAX_EXACT \
-                    and decimals <= 22:
+                c = body[pos]
+            decimals = 0
+            if c == 46:
+                pos += 1
+                c = body[pos]
+                while 48 <= c <= 57:
+                    mantissa = mantissa * 10 + (c - 48)
+                    decimals += 1
+                    pos += 1
+                    c = body[pos]
+            read = c == 34 and pos < end and digits > 0 and digits + decimals <= 15
+            if read:
                 value = mantissa / pow10[decimals]
-                values[n] = -value if negative else value
+                if negative:
+                    value = -value
             else:
                 while pos < end and body[pos] != 34:  # the text's closing quote
                     pos += 1
-                if pos >= end or n_slow >= slow.shape[0]:
-                    return (BAD_LAYOUT if pos >= end else TOO_MANY_SLOW), n, n_slow, pos
-                slow[n_slow, 0] = n
-                slow[n_slow, 1] = text
-                slow[n_slow, 2] = pos
-                n_slow += 1
-                values[n] = np.nan
+                if pos >= end:
+                    return BAD_LAYOUT, n, n_slow, pos
+                value, read = careful(body, text, pos)
+            if placed:
+                if ts <= prev:
+                    return OUT_OF_ORDER, n, n_slow, text
+                prev = ts
+            if lo_us <= ts < hi_us:
+                if at >= stop:
+                    return COUNT_MISMATCH, n, n_slow, text
+                ts_us[at] = ts
+                if placed:
+                    series[at] = rank[s]
+                if read:
+                    values[at] = value
+                else:
+                    if n_slow >= slow.shape[0]:
+                        return TOO_MANY_SLOW, n, n_slow, pos
+                    slow[n_slow, 0] = at
+                    slow[n_slow, 1] = text
+                    slow[n_slow, 2] = pos
+                    n_slow += 1
+                    values[at] = np.nan
+                at += 1
+                n += 1
             pos += 1  # past the closing quote
             if pos >= end or body[pos] != 93:  # ]
                 return BAD_LAYOUT, n, n_slow, pos
             pos += 1
-            n += 1
             if pos < end:
                 if body[pos] != 44 or pos + 1 >= end:  # , before the next sample
                     return BAD_LAYOUT, n, n_slow, pos
                 pos += 1
-        counts[s] = n - first
+        counts[s] = at - first
+        if placed and at != stop:
+            return COUNT_MISMATCH, n, n_slow, end
     return OK, n, n_slow, 0
+
+
+@njit(cache=True, nogil=True)
+def read_lists(body, words, starts, ends, shift_ms, ts_us, values, counts, slow):  # pragma: no cover - compiled
+    """Every sample of the lists ``body[starts[i]:ends[i]]``, series after series, into
+    ``ts_us``/``values`` (room for :func:`max_samples`): :func:`decode_lists`, sequential."""
+    none = np.zeros(0, np.int64)
+    return decode_lists(body, words, starts, ends, shift_ms, LOWEST, HIGHEST, none, none, none,
+                        ts_us, values, np.zeros(0, np.uint32), counts, slow)
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -213,12 +213,12 @@ def window_spans(ts_us, counts, start_us, end_us, offsets, lengths):  # pragma: 
 SLOW_CHARACTERS = frozenset(b"0123456789.+-eEINafn")  # digits, exponents, NaN, +Inf, -Inf
 
 
-def finish_slow(body: bytes, slow: np.ndarray, values: np.ndarray) -> bool:
+def finish_slow(body: bytes | np.ndarray, slow: np.ndarray, values: np.ndarray) -> bool:
     """Parse the values :func:`read_lists` left to Python (``slow`` rows: sample, text start,
     text end) with ``float``; False when one is not a number as Prometheus writes it (no
     whitespace, underscores or other spellings ``float`` would accept)."""
     for i, a, b in slow.tolist():
-        text = body[a:b]
+        text = bytes(body[a:b])
         if not text or not SLOW_CHARACTERS.issuperset(text):
             return False
         try:

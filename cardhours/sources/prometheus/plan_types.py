@@ -56,8 +56,12 @@ class Census:
     def from_label_sets(cls, metric: str, label_sets: Iterable[Mapping[str, str]]) -> Census:
         counts: dict[tuple[str | None, str], int] = {}
         for labels in label_sets:
-            label = next((name for name in HOST_LABELS if labels.get(name)), None)
-            key = (label, labels[label] if label else "")
+            key: tuple[str | None, str] = (None, "")
+            for name in HOST_LABELS:
+                host = labels.get(name)
+                if host:
+                    key = (name, host)
+                    break
             counts[key] = counts.get(key, 0) + 1
         order = {name: i for i, name in enumerate((*HOST_LABELS, None))}
         keys = sorted(counts, key=lambda k: (order[k[0]], k[1]))

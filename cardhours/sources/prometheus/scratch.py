@@ -40,6 +40,15 @@ class Scratch:
         self._mine: dict[int, mmap.mmap] = {}  # every buffer taken, by id: give() accepts only these
         self._lock = threading.Lock()
         self.allocated = 0  # bytes of new buffers (for tests and measurements)
+        self._largest_body = 0
+
+    def body_guess(self) -> int:
+        """Room to start a response body of unknown length with: a quarter more than the
+        largest body read into this Scratch so far (at least 4 MiB)."""
+        return max(4 << 20, self._largest_body + self._largest_body // 4)
+
+    def saw_body(self, n_bytes: int) -> None:
+        self._largest_body = max(self._largest_body, n_bytes)
 
     def take(self, n: int, dtype: type[np.generic]) -> np.ndarray:
         """An uninitialized array of ``n`` items: the smallest free buffer that holds it, else a new one."""

@@ -22,6 +22,7 @@ from cardhours.sources.prometheus.client import PrometheusClient
 from cardhours.sources.prometheus.decode import DecodeError, decode_data, decode_label_sets
 from cardhours.sources.prometheus.energy import place_energy
 from cardhours.sources.prometheus.fetch import FetchStats, fetch_all, window_text
+from cardhours.sources.prometheus.gc_pause import gc_paused
 from cardhours.sources.prometheus.plan import (
     DAY_MS, TARGET_SAMPLES_PER_REQUEST, Census, Downsample, Limits, day_partitions, plan_metric, seconds, selector,
 )
@@ -175,11 +176,12 @@ class PrometheusMetricsSource:
     def _read(self, start_ms: int, end_ms: int, limits: Callable[[str], Limits],
               downsample: Callable[[str], Downsample | None]) -> LongSamples:
         partitions = [(metric, a, b) for a, b in day_partitions(start_ms, end_ms) for metric in self.fields]
-        censuses, long, stats = fetch_all(
-            self.client, partitions, probe=self.census, selector=self.config.selector,
-            plan=lambda census, a, b: plan_metric(census, a, b, limits(census.metric), downsample(census.metric)),
-            max_parallel=self.config.max_parallel_requests,
-            min_span_ms=min(limits(metric).interval_ms for metric in self.fields))
+        with gc_paused():
+            censuses, long, stats = fetch_all(
+                self.client, partitions, probe=self.census, selector=self.config.selector,
+                plan=lambda census, a, b: plan_metric(census, a, b, limits(census.metric), downsample(census.metric)),
+                max_parallel=self.config.max_parallel_requests,
+                min_span_ms=min(limits(metric).interval_ms for metric in self.fields))
         present = set(long.series.get_column("__name__").unique().to_list())
         self.last_report = ReadReport(
             fields_present=tuple(field for metric, field in self.fields.items() if metric in present),
