@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cardhours.bench.prometheus_server import free_port
-from cardhours.sources.prometheus.client import PrometheusClient
+from cardhours.sources.prometheus.client import PrometheusClient, PrometheusQueryError
 from cardhours.sources.prometheus.scratch import Scratch
 
 BODY = bytes(range(256)) * 40_000  # 10 MB: more than the first guess of 4 MiB
@@ -25,6 +25,18 @@ class Handler(BaseHTTPRequestHandler):
         mode = self.path.strip("/").split("?")[0]
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
+        if mode == "short":  # promises more than it sends, then closes
+            self.send_header("Content-Length", str(len(BODY)))
+            self.end_headers()
+            self.wfile.write(BODY[:1000])
+            self.close_connection = True
+            return
+        if mode == "broken":  # a chunk cut off mid-way
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"100000\r\n" + BODY[:1000])
+            self.close_connection = True
+            return
         if mode == "gzip":
             data = gzip.compress(BODY)
             self.send_header("Content-Encoding", "gzip")
@@ -85,3 +97,14 @@ def test_a_compressed_body_is_read_as_bytes(server: str) -> None:
     client = PrometheusClient(server, compress=True)
     body = client.get("/gzip", {}, query="q", window="w", into=Scratch())
     assert body == BODY and isinstance(body, bytes)
+
+
+@pytest.mark.parametrize("mode", ["short", "broken"])
+def test_a_body_cut_short_is_retried_then_fails_naming_the_request(server: str, mode: str) -> None:
+    sleeps: list[float] = []
+    client = PrometheusClient(server, max_retries=2, sleep=sleeps.append)
+    scratch = Scratch()
+    with pytest.raises(PrometheusQueryError, match=f"after 3 attempt.*{mode}.*no HTTP response"):
+        client.get(f"/{mode}", {}, query="q", window="w", into=scratch)
+    assert len(sleeps) == 2
+    assert scratch.allocated > 0 and scratch.held() == 0  # every failed read gave its buffer back

@@ -10,15 +10,19 @@ touch of new pages (0.35 ms per MB on the 2-vCPU VM of docs/prometheus.md) cost 
 read's output arrays reuse its pages.
 
 Only an uncompressed body is read this way; anything else (a ``Content-Encoding``, a
-response object without the expected ``http.client`` underneath) is read as usual.
+response object without the expected ``http.client`` underneath) is read as usual. A body
+cut short (a broken chunked transfer, fewer bytes than ``Content-Length``) or a socket error
+raises urllib3's ``ProtocolError``, as urllib3's own read would, so the client retries it.
 """
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Callable
 
 import numpy as np
 import requests
+import urllib3
 
 FIRST_GUESS = 4 << 20  # bytes; a buffer doubles (one copy) when a body outgrows it
 
@@ -51,7 +55,13 @@ def read_into(response: requests.Response, take: Take, give: Give, guess: int = 
             if not got:
                 break
             n += got
+    except (http.client.HTTPException, OSError) as exc:  # what urllib3 wraps when it reads: retried
+        give(buffer)
+        raise urllib3.exceptions.ProtocolError(f"reading the response body failed: {exc!r}", exc) from exc
     except BaseException:
         give(buffer)
         raise
+    if length and length.isdigit() and n != int(length):  # http.client ends a short body silently
+        give(buffer)
+        raise urllib3.exceptions.ProtocolError(f"response body ended after {n} of {length} bytes")
     return buffer[:n]

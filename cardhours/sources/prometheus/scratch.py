@@ -42,6 +42,11 @@ class Scratch:
         self.allocated = 0  # bytes of new buffers (for tests and measurements)
         self._largest_body = 0
 
+    def held(self) -> int:
+        """Bytes of the buffers taken and not given back (for tests and measurements)."""
+        with self._lock:
+            return sum(len(b) for b in self._mine.values()) - sum(len(b) for b in self._free)
+
     def body_guess(self) -> int:
         """Room to start a response body of unknown length with: a quarter more than the
         largest body read into this Scratch so far (at least 4 MiB)."""
