@@ -71,8 +71,8 @@ class Assembly:
             self._merge(metric)
             return []
         placed = place(answers, self.index.keys, self.scratch.take)
-        if placed is None:
-            self._answers.pop(metric)
+        if placed is None:  # no sample in any window
+            self.scratch.give(*(answer.body for answer in self._answers.pop(metric)))
             return []
         out, jobs = placed
         self._placed[metric] = (out, len(jobs), True)
