@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import tempfile
 import tomllib
@@ -29,9 +28,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
-from rich.console import Console
-from rich.table import Table
-
+from cardhours.bench.ingest_report import cpu_model, print_report  # noqa: F401  (the CLI imports them from here)
 from cardhours.bench.ingest_timers import measure
 from cardhours.bench.prometheus_server import PrometheusHarnessError, PrometheusServer, backfill
 from cardhours.config import ConfigError, parse_config
@@ -162,30 +159,3 @@ def run_ingest_bench(gpus: int, hours: int, step_seconds: int = 15, workdir: Pat
         raise BenchError(f"cardhours read {timings['ours']['samples']:,} samples, {expected:,} were back-filled")
     return BenchResult(gpus, hours, step_seconds, rounds, root, kept, expected, timings)
 
-
-def print_report(result: BenchResult, out: Console) -> None:
-    """The table, then the JSON summary as the last line."""
-    labels = {"ours": "ours", "raw": "raw", "client": "client"}
-    raw = result.timings["raw"]["seconds"]
-    table = Table(title=f"ingest of {result.gpus} GPUs x {result.hours} h at {result.step_seconds} s "
-                        f"({result.expected_samples:,} samples back-filled; ours and raw: best of {result.rounds})")
-    for column in ("path", "s", "x raw", "samples", "req", "MiB", "cpu", "srv", "RSS", "base"):
-        table.add_column(column, justify="left" if column == "path" else "right", no_wrap=True)
-    for name, label in labels.items():
-        t = result.timings[name]
-        table.add_row(label, f"{t['seconds']:.2f}", f"{t['seconds'] / raw:.2f}",
-                      "-" if t["samples"] is None else f"{t['samples']:,}", str(t["requests"]),
-                      "-" if t["mib"] is None else f"{t['mib']:.0f}", f"{t['cpu_s']:.1f}",
-                      f"{t['other_cpu_s']:.1f}", f"{t['rss_mib']:.0f}", f"{t['base_rss_mib']:.0f}")
-    out.print(table)
-    out.print("ours: cardhours' PrometheusMetricsSource.read_long. raw: a raw HTTP fetch of the same requests with the "
-              "same concurrency, bodies read and discarded. client: prometheus-api-client get_metric_range_data + "
-              "MetricRangeDataFrame. "
-              "s: wall seconds. MiB: response bytes. cpu: CPU seconds of the reading process; srv: CPU seconds of "
-              f"everything else on the machine (the Prometheus server), {os.cpu_count()} CPUs. RSS: peak MiB of the "
-              "reading process (base: after imports and warm-up).", highlight=False)
-    ours, client = result.timings["ours"]["seconds"], result.timings["client"]["seconds"]
-    out.print(f"ours / raw fetch = {ours / raw:.2f} (target <= 1.25); client DF / ours = "
-              f"{client / ours:.1f} (target >= 4)", highlight=False)
-    out.print(f"work directory: {result.workdir}" + (" (kept)" if result.kept else " (removed)"), highlight=False)
-    out.print(json.dumps(result.summary()), highlight=False, soft_wrap=True)

@@ -6,11 +6,14 @@ Checks the command's contract (the JSON last line, samples read), not its timing
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from cardhours.bench.ingest import cpu_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -34,6 +37,13 @@ def test_bench_ingest_small(tmp_path: Path) -> None:
     assert 0 < result["samples"] <= GPUS * HOURS * 3600 // STEP * FIELDS_PER_SAMPLE_ROW
     assert str(workdir) in done.stderr + done.stdout  # where the work directory is
     assert "ours" in done.stdout and "client" in done.stdout and "raw" in done.stdout  # the table
+    assert "CPU model: " in done.stdout
+
+
+def test_cpu_model_is_the_extra_reader_cpu_over_the_busy_cpu() -> None:
+    timings = {"ours": {"cpu_s": 0.65}, "raw": {"cpu_s": 0.15, "other_cpu_s": 1.85}}
+    assert cpu_model(timings) == pytest.approx(1.25)
+    assert math.isnan(cpu_model({"ours": {"cpu_s": 1.0}, "raw": {"cpu_s": 0.0, "other_cpu_s": 0.0}}))
 
 
 def test_bench_ingest_refuses_bad_options() -> None:

@@ -1,0 +1,52 @@
+"""The table and summary ``cardhours bench ingest`` prints (``ingest.run_ingest_bench``'s result)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from cardhours.bench.ingest import BenchResult
+
+
+def cpu_model(timings: dict[str, dict]) -> float:
+    """ours / raw as the CPU time alone predicts it when the server shares the reader's CPUs and
+    keeps them busy: 1 + (ours' reader CPU - raw's) / (everything's CPU during the raw fetch)."""
+    ours, raw = timings["ours"], timings["raw"]
+    busy = raw["other_cpu_s"] + raw["cpu_s"]
+    return 1.0 + (ours["cpu_s"] - raw["cpu_s"]) / busy if busy > 0 else float("nan")
+
+
+def print_report(result: BenchResult, out: Console) -> None:
+    """The table, then the JSON summary as the last line."""
+    labels = {"ours": "ours", "raw": "raw", "client": "client"}
+    raw = result.timings["raw"]["seconds"]
+    table = Table(title=f"ingest of {result.gpus} GPUs x {result.hours} h at {result.step_seconds} s "
+                        f"({result.expected_samples:,} samples back-filled; ours and raw: best of {result.rounds})")
+    for column in ("path", "s", "x raw", "samples", "req", "MiB", "cpu", "srv", "RSS", "base"):
+        table.add_column(column, justify="left" if column == "path" else "right", no_wrap=True)
+    for name, label in labels.items():
+        t = result.timings[name]
+        table.add_row(label, f"{t['seconds']:.2f}", f"{t['seconds'] / raw:.2f}",
+                      "-" if t["samples"] is None else f"{t['samples']:,}", str(t["requests"]),
+                      "-" if t["mib"] is None else f"{t['mib']:.0f}", f"{t['cpu_s']:.1f}",
+                      f"{t['other_cpu_s']:.1f}", f"{t['rss_mib']:.0f}", f"{t['base_rss_mib']:.0f}")
+    out.print(table)
+    out.print("ours: cardhours' PrometheusMetricsSource.read_long. raw: a raw HTTP fetch of the same requests with the "
+              "same concurrency, bodies read as ours reads them (into reused buffers) and discarded. client: prometheus-api-client get_metric_range_data + "
+              "MetricRangeDataFrame. "
+              "s: wall seconds. MiB: response bytes. cpu: CPU seconds of the reading process; srv: CPU seconds of "
+              f"everything else on the machine (the Prometheus server), {os.cpu_count()} CPUs. RSS: peak MiB of the "
+              "reading process (base: after imports and warm-up).", highlight=False)
+    ours, client = result.timings["ours"]["seconds"], result.timings["client"]["seconds"]
+    out.print(f"ours / raw fetch = {ours / raw:.2f} (target <= 1.25); client DF / ours = "
+              f"{client / ours:.1f} (target >= 4)", highlight=False)
+    out.print(f"CPU model: {cpu_model(result.timings):.2f} = 1 + (ours cpu - raw cpu) / (srv + raw cpu) of the raw "
+              "fetch: what the reader's extra CPU alone costs while the server keeps the same CPUs busy "
+              "(docs/prometheus.md \"Speed\")", highlight=False)
+    out.print(f"work directory: {result.workdir}" + (" (kept)" if result.kept else " (removed)"), highlight=False)
+    out.print(json.dumps(result.summary()), highlight=False, soft_wrap=True)
