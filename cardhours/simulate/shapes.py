@@ -5,7 +5,7 @@ The numbers below come from `/work/shared/data/h200-trace` (one H200, 700 W limi
 "steady state" is the job's samples after its CUDA-init phase (memory still at the
 driver baseline) and after the first, partial, active second, minus its last sample;
 idle is the no-job samples at least 3 s after a job ended (clocks settled).
-`tests/unit/test_sim_samples.py` recomputes these means from the trace and checks that
+`tests/unit/test_sim_samples_trace.py` recomputes these means from the trace and checks that
 the simulator reproduces them; power and memory are stored as fractions of the device
 limit / size so they scale to H100 (700 W, 80 GB), H200 and A100 (400 W).
 

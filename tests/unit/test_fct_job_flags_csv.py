@@ -11,7 +11,7 @@ import polars as pl
 
 from cardhours.config.policy import FlagsConfig
 from reports.flagged_jobs_csv import COLUMNS, REASON_ORDER, SEVERITY_RANK, flagged_jobs_csv
-from tests.unit.test_fct_job_flags import flags, usage_row
+from tests.unit.fct_job_flags_cases import flags, usage_row
 from transforms.fct_job_flags import SCHEMA as FLAGS_SCHEMA
 from transforms.flag_rules import REASONS, SEVERITIES
 from transforms.mart_user_monthly import SCHEMA as USER_SCHEMA

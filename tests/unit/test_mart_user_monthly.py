@@ -7,7 +7,7 @@ from datetime import datetime
 import polars as pl
 import pytest
 
-from tests.unit.test_fct_job_flags import MONTH, PRICES, flags, thresholds, usage_row
+from tests.unit.fct_job_flags_cases import MONTH, PRICES, flags, thresholds, usage_row
 from transforms.fct_job_flags import SCHEMA as FLAGS_SCHEMA
 from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
 from transforms.mart_user_monthly import SCHEMA, mart_user_monthly

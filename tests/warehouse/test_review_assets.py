@@ -11,7 +11,7 @@ from dagster import materialize
 
 from pipelines.assets.review import fct_job_flags_asset, mart_user_monthly_asset
 from pipelines.resources import CardhoursResource
-from tests.unit.test_fct_job_flags import MONTH, START, usage_row
+from tests.unit.fct_job_flags_cases import MONTH, START, usage_row
 from tests.unit.test_fct_job_flags_profile import hour_row
 from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
 from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA

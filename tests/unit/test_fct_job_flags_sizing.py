@@ -1,0 +1,61 @@
+"""fct_job_flags OVERSIZED (the smallest fitting MIG slice) and MULTINODE_FRAGMENTED."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tests.unit.fct_job_flags_cases import flags, reasons, usage_row
+
+
+@pytest.mark.parametrize(("host", "util", "peak_gib", "profile"), [
+    ("n1", 0.10, 8.0, "1g.10gb"),    # 8 GiB x 1.2 = 9.6 <= 10.0 GiB
+    ("n1", 0.10, 8.6, "2g.20gb"),    # 10.3 GiB: over 1g
+    ("n1", 0.12, 4.0, "2g.20gb"),    # 0.12 x 1.2 = 0.144 > 1/7 of the compute
+    ("n1", 0.24, 30.0, "3g.40gb"),
+    ("n1", 0.24, 34.0, None),        # 40.8 GiB: not even half the card
+    ("n1", 0.25, 1.0, None),         # not below oversized_max_utilization
+    ("h200", 0.05, 1.0, "1g.18gb"),  # the names scale with the card
+    ("h200", 0.05, 50.0, "3g.71gb"),
+    ("a40", 0.05, 1.0, "1g.5gb"),
+    ("a40", 0.05, 6.0, "2g.10gb"),
+])
+def test_oversized_names_the_smallest_fitting_profile(host: str, util: float, peak_gib: float, profile) -> None:
+    row = usage_row(util=util, hosts=host, peak_fb_used_mib=peak_gib * 1024, mean_fb_used_mib=peak_gib * 512)
+    out = flags([row]).filter(pl.col("reason") == "OVERSIZED")
+    if profile is None:
+        assert out.height == 0
+    else:
+        assert out.get_column("recommendation")[0] == f"Would fit a MIG slice: request {profile} instead of a whole GPU."
+        assert out.get_column("severity")[0] == "low"
+
+
+def test_oversized_not_for_idle_jobs() -> None:
+    assert "OVERSIZED" not in reasons([usage_row(util=0.01, mean_gpu_util=0.0)])  # ZERO_UTIL: end it
+    assert "OVERSIZED" in reasons([usage_row(util=0.0101, mean_gpu_util=0.0)])
+
+
+def test_oversized_only_for_single_whole_gpus() -> None:
+    two = usage_row(util=0.05, gpus=2.0, gpu_hours=4.0)
+    mig = usage_row("2", util=0.05, hosts="m1", gpu_model="A100 3g.40gb", gpus=3 / 7)
+    out = flags([two, mig])
+    assert "OVERSIZED" not in out.get_column("reason").to_list()
+
+
+def test_oversized_wastes_what_the_slice_leaves() -> None:
+    out = flags([usage_row(hours=7.0, util=0.05)]).filter(pl.col("reason") == "OVERSIZED")
+    assert out.get_column("wasted_gpu_hours")[0] == pytest.approx(7.0 * 6 / 7)
+
+
+@pytest.mark.parametrize(("gpus", "hosts", "flagged"), [
+    (4.0, "n1,n2,n3,n4", True), (8.0, "n1", False), (16.0, "n1,n2", False), (16.0, "n1,n2,n3", True),
+    (2.0, "n1,n2", True),
+])
+def test_multinode_fragmented(gpus: float, hosts: str, flagged: bool) -> None:
+    got = reasons([usage_row(util=0.8, gpus=gpus, hosts=hosts)])
+    assert (got.get("MULTINODE_FRAGMENTED") == "low") is flagged
+
+
+def test_multinode_detail() -> None:
+    out = flags([usage_row(util=0.8, gpus=4.0, hosts="n1,n2,n3,n4")])
+    assert out.get_column("detail")[0] == "4 GPUs spread over 4 hosts; 1 host(s) of 8 GPUs would hold them"
