@@ -17,7 +17,7 @@ from transforms.flag_rules import REASON_RANK, RULE_SCHEMA, Thresholds
 from transforms.flag_rules.activity import busy_engine_idle_sms, input_bound, low_util, memory_held_idle, zero_util
 from transforms.flag_rules.costs import MIG_SUFFIX, with_idle_cost
 from transforms.flag_rules.schedule import debug_over_limit, idle_tail
-from transforms.flag_rules.sizing import multinode_fragmented, oversized
+from transforms.flag_rules.sizing import multinode_fragmented, oversized, oversized_mig
 
 SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
@@ -49,7 +49,7 @@ SCHEMA: dict[str, pl.DataType] = {
 Rule = Callable[[pl.DataFrame, Thresholds], pl.DataFrame]
 RULES: tuple[Rule, ...] = (
     zero_util, low_util, memory_held_idle, busy_engine_idle_sms, input_bound,
-    oversized, idle_tail, debug_over_limit, multinode_fragmented,
+    oversized, oversized_mig, idle_tail, debug_over_limit, multinode_fragmented,
 )
 RUN = ["cluster", "job_id_raw", "start_time"]
 PROFILE_COLUMNS = ("measured_hours", "steady_share", "tail_zero_hours")

@@ -19,7 +19,7 @@ START = datetime(2024, 3, 10, 8)
 INVENTORY = pl.DataFrame(
     [("c1", f"n{h}", g, None, H100_MIB) for h in (1, 2, 3, 4) for g in range(8)]
     + [("c1", "h200", 0, None, 143771), ("c1", "a40", 0, None, 40960)]
-    + [("c1", "m1", 0, "3g.40gb", 40960), ("c1", "m1", 0, "4g.40gb", 40960)],
+    + [("c1", "m1", 0, "3g.40gb", 40960), ("c1", "m1", 0, "4g.40gb", 40960), ("c1", "m1", 0, "1g.10gb", 10240)],
     schema={"cluster": pl.String, "hostname": pl.String, "gpu": pl.Int16, "gpu_i_profile": pl.String,
             "memory_mib": pl.Int64},
     orient="row",

@@ -1,5 +1,6 @@
-"""Rules on the shape of an allocation: OVERSIZED (a whole GPU where a MIG slice would do)
-and MULTINODE_FRAGMENTED (more hosts than the GPU count needs)."""
+"""Rules on the shape of an allocation: OVERSIZED (a whole GPU where a MIG slice would do, or
+a MIG slice where a smaller one would) and MULTINODE_FRAGMENTED (more hosts than the GPU
+count needs)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,46 @@ def oversized(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     )
     recommendation = pl.format("Would fit a MIG slice: request {} instead of a whole GPU.", pl.col("_profile"))
     wasted = pl.col("gpu_hours") * (1.0 - pl.col("_slices") / MIG_COMPUTE_SLICES)
+    return emit(candidates, "OVERSIZED", "low", detail, recommendation, wasted)
+
+
+def _slices_of_profile() -> pl.Expr:
+    """Compute slices of the run's MIG profile (``"3g.40gb"`` -> 3), null when not one."""
+    return pl.col("mig_profile").str.extract(r"^(\d+)g\.", 1).cast(pl.Int64, strict=False)
+
+
+def oversized_mig(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
+    """A run on one MIG instance (not ZERO_UTIL) below ``oversized_max_utilization`` whose
+    activity and peak memory, times ``oversized_headroom``, fit a smaller MIG shape: low.
+    Activity and memory are the instance's own (DCGM reports both per instance), so a shape
+    of ``s`` slices and ``e`` memory eighths fits when utilization x current slices x headroom
+    <= s and peak memory x headroom <= the instance's memory x e / its own eighths.
+    Recommends the shape by its compute slices (the memory part of the name depends on the
+    card). Wasted: the GPU-hours the smaller slice would have left (1 - s / current slices)."""
+    current = _slices_of_profile()
+    eighths = dict((*MIG_SHAPES, (MIG_COMPUTE_SLICES, 8)))
+    current_eighths = current.replace_strict(eighths, default=None, return_dtype=pl.Int64)
+    slices = pl.lit(None, pl.Int64)
+    for shape_slices, shape_eighths in reversed(MIG_SHAPES):
+        fits = ((current > shape_slices) & (shape_eighths <= current_eighths)
+                & (pl.col("utilization") * current * t.oversized_headroom <= shape_slices)
+                & (pl.col("peak_fb_used_mib") * t.oversized_headroom
+                   <= pl.col("card_memory_mib") * shape_eighths / current_eighths))
+        slices = pl.when(fits).then(pl.lit(shape_slices, pl.Int64)).otherwise(slices)
+    one_instance = ((pl.col("gpus") * MIG_COMPUTE_SLICES - current).abs() < 1e-6)
+    candidates = jobs.filter(
+        judged(t) & ~is_zero_util(t) & ~whole_gpus() & current.is_not_null() & current_eighths.is_not_null()
+        & one_instance & (pl.col("utilization") < t.oversized_max_utilization)
+        & pl.col("peak_fb_used_mib").is_not_null() & (pl.col("card_memory_mib") > 0)
+    ).with_columns(_slices=slices, _current=current).filter(pl.col("_slices").is_not_null())
+    detail = pl.format(
+        "{} {}% and peak memory {} GiB of the {} instance's {} GiB: fits a {}g slice ({}/{} of its compute)",
+        pl.col("utilization_signal"), pct("utilization"), gib("peak_fb_used_mib"), pl.col("mig_profile"),
+        gib("card_memory_mib"), pl.col("_slices"), pl.col("_slices"), pl.col("_current"),
+    )
+    recommendation = pl.format("Would fit a smaller MIG slice: request a {}g profile instead of {}.",
+                               pl.col("_slices"), pl.col("mig_profile"))
+    wasted = pl.col("gpu_hours") * (1.0 - pl.col("_slices") / pl.col("_current"))
     return emit(candidates, "OVERSIZED", "low", detail, recommendation, wasted)
 
 
