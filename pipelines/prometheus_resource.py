@@ -35,7 +35,7 @@ class PrometheusResource(ConfigurableResource):
     metric_names: dict[str, str] = Field(default_factory=dict)
     max_points_per_series: int = _default("max_points_per_series")
     max_samples_per_query: int = _default("max_samples_per_query")
-    max_parallel_requests: int = _default("max_parallel_requests")
+    max_parallel_requests: int | None = None  # unset: cardhours/sources/prometheus/concurrency.py
     downsample_seconds: int | None = None
 
     @classmethod

@@ -27,19 +27,22 @@ def print_report(result: BenchResult, out: Console) -> None:
     raw = result.timings["raw"]["seconds"]
     table = Table(title=f"ingest of {result.gpus} GPUs x {result.hours} h at {result.step_seconds} s "
                         f"({result.expected_samples:,} samples back-filled; ours and raw: best of {result.rounds})")
-    for column in ("path", "s", "x raw", "samples", "req", "MiB", "cpu", "srv", "RSS", "base"):
+    for column in ("path", "s", "x raw", "samples", "req", "par", "MiB", "cpu", "srv", "RSS", "base"):
         table.add_column(column, justify="left" if column == "path" else "right", no_wrap=True)
     for name, label in labels.items():
         t = result.timings[name]
         table.add_row(label, f"{t['seconds']:.2f}", f"{t['seconds'] / raw:.2f}",
                       "-" if t["samples"] is None else f"{t['samples']:,}", str(t["requests"]),
+                      str(t.get("in_flight", "-")),
                       "-" if t["mib"] is None else f"{t['mib']:.0f}", f"{t['cpu_s']:.1f}",
                       f"{t['other_cpu_s']:.1f}", f"{t['rss_mib']:.0f}", f"{t['base_rss_mib']:.0f}")
-    out.print(table)
+    # the whole table also when the output is not a terminal (rich then assumes 80 columns)
+    Console(file=out.file, width=max(out.width, 132), soft_wrap=True).print(table)
     out.print("ours: cardhours' PrometheusMetricsSource.read_long. raw: a raw HTTP fetch of the same requests with the "
               "same concurrency, bodies read as ours reads them (into reused buffers) and discarded. client: prometheus-api-client get_metric_range_data + "
               "MetricRangeDataFrame. "
-              "s: wall seconds. MiB: response bytes. cpu: CPU seconds of the reading process; srv: CPU seconds of "
+              "s: wall seconds. par: requests in flight (max_parallel_requests; unset: 4, or as many as this machine's "
+              "CPUs when the server runs on it). MiB: response bytes. cpu: CPU seconds of the reading process; srv: CPU seconds of "
               f"everything else on the machine (the Prometheus server), {os.cpu_count()} CPUs. RSS: peak MiB of the "
               "reading process (base: after imports and warm-up).", highlight=False)
     ours, client = result.timings["ours"]["seconds"], result.timings["client"]["seconds"]

@@ -122,7 +122,8 @@ def _timed_read(config: dict, start: datetime, end: datetime, warm_until: dateti
     stats = source.last_report.fetch
     return {**timing, "samples": long.samples.height, "series": long.series.height,
             "requests": stats.answered + len(source.last_report.censuses), "refused": stats.refused,
-            "mib": stats.n_bytes / 2**20, "rss_mib": _rss_mib(), "base_rss_mib": base}
+            "mib": stats.n_bytes / 2**20, "rss_mib": _rss_mib(), "base_rss_mib": base,
+            "in_flight": source.parallel_requests}
 
 
 def ours(config: dict, start: datetime, end: datetime) -> dict:
@@ -170,14 +171,15 @@ def raw(config: dict, start: datetime, end: datetime) -> dict:
         scratch.give(body)
         return len(body)
 
-    with ThreadPoolExecutor(max_workers=source.config.max_parallel_requests) as pool:
+    with ThreadPoolExecutor(max_workers=source.parallel_requests) as pool:
         list(pool.map(fetch, warm_up))
     clock = Clock(server_pid(config["url"])).start()
-    with ThreadPoolExecutor(max_workers=source.config.max_parallel_requests) as pool:
+    with ThreadPoolExecutor(max_workers=source.parallel_requests) as pool:
         n_bytes = sum(pool.map(fetch, requests))
     timing = clock.stop()
     return {**timing, "samples": None, "series": None, "requests": len(requests), "refused": 0,
-            "mib": n_bytes / 2**20, "rss_mib": _rss_mib(), "base_rss_mib": base}
+            "mib": n_bytes / 2**20, "rss_mib": _rss_mib(), "base_rss_mib": base,
+            "in_flight": source.parallel_requests}
 
 
 def client(config: dict, start: datetime, end: datetime) -> dict:
@@ -200,7 +202,7 @@ def client(config: dict, start: datetime, end: datetime) -> dict:
             series += len(result)
     timing = clock.stop()
     return {**timing, "samples": samples, "series": series, "requests": len(metrics), "refused": 0,
-            "mib": None, "rss_mib": _rss_mib(), "base_rss_mib": base}
+            "mib": None, "rss_mib": _rss_mib(), "base_rss_mib": base, "in_flight": 1}
 
 
 TIMERS = {"ours": ours, "raw": raw, "client": client, "ours_warm": ours_warm}

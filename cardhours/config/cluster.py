@@ -65,7 +65,9 @@ class PrometheusConfig(StrictModel):
     # --query.max-samples 50,000,000 per query) and concurrency.
     max_points_per_series: PositiveInt = 11_000
     max_samples_per_query: PositiveInt = 50_000_000
-    max_parallel_requests: PositiveInt = 4
+    # None: 4, or fewer against a server on this machine (as many as the reader's CPUs):
+    # cardhours/sources/prometheus/concurrency.py
+    max_parallel_requests: PositiveInt | None = None
     # None reads every raw sample (exact). N asks the server for avg_over_time / max_over_time
     # over N-second steps instead: far less data for very large sites, some accuracy lost
     # (docs/prometheus.md states how much, measured on the real H200 trace).

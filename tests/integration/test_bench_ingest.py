@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cardhours.bench.ingest import cpu_model
+from cardhours.sources.prometheus.concurrency import usable_cpus
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -38,6 +39,11 @@ def test_bench_ingest_small(tmp_path: Path) -> None:
     assert str(workdir) in done.stderr + done.stdout  # where the work directory is
     assert "ours" in done.stdout and "client" in done.stdout and "raw" in done.stdout  # the table
     assert "CPU model: " in done.stdout
+    # ours and raw keep the same number of requests in flight: the server runs on this machine,
+    # so as many as the reader's CPUs, at most 4 (max_parallel_requests is unset)
+    flight = {row.split("│")[1].strip(): row.split("│")[6].strip() for row in done.stdout.splitlines()
+              if row.startswith("│ ")}
+    assert flight == {"ours": str(min(4, usable_cpus())), "raw": str(min(4, usable_cpus())), "client": "1"}
 
 
 def test_cpu_model_is_the_extra_reader_cpu_over_the_busy_cpu() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -29,7 +29,9 @@ SeriesKey = tuple[str, ...]  # (metric name, then each label's name and value, i
 class SeriesIndex:
     """The label sets of one read, each with an id in first-seen order; shared by the worker
     threads. A label set's JSON text (Prometheus writes a series' labels the same way in every
-    answer) is parsed once per read.
+    answer) is parsed once per read; and since a GPU's series of different metrics differ only
+    in ``__name__``, a text is parsed without its ``"__name__":"<metric>",`` member, once for
+    all metrics (a text written otherwise is parsed whole).
 
     Keys order series as Prometheus does (by label name, then value, label after label); they
     are flat tuples, one object per series, so a read of many series leaves the garbage
@@ -40,6 +42,7 @@ class SeriesIndex:
         self.labels: list[dict[str, str]] = []
         self._by_key: dict[SeriesKey, int] = {}
         self._by_text: dict[str, dict[bytes, int]] = {}
+        self._rests: dict[bytes, tuple[dict[str, str], SeriesKey, SeriesKey]] = {}  # text less __name__ -> labels, key halves
         self._lock = threading.Lock()
 
     def ids(self, metric: str, series: Sequence[bytes] | Sequence[Mapping[str, str]]) -> np.ndarray:
@@ -49,13 +52,34 @@ class SeriesIndex:
         with self._lock:
             known = self._by_text.setdefault(metric, {})
         texts = [one for one in series if isinstance(one, bytes)]
-        new = list(dict.fromkeys(text for text in texts if text not in known))
-        for text, labels in zip(new, _parse_all(new)):
-            known[text] = self._register(metric, labels)
+        new = [text for text in dict.fromkeys(texts) if text not in known]
+        if new:
+            self._learn(metric, new, known)
+        if len(texts) == len(series):
+            return np.fromiter((known[text] for text in texts), np.int64, len(texts))
         ids = np.empty(len(series), np.int64)
         for i, one in enumerate(series):
             ids[i] = known[one] if isinstance(one, bytes) else self._register(metric, one)
         return ids
+
+    def _learn(self, metric: str, texts: list[bytes], known: dict[bytes, int]) -> None:
+        """Ids of label-set texts not seen before for ``metric`` into ``known``."""
+        member = b'"__name__":' + json.dumps(metric).encode() + b","
+        rests = {text: rest for text in texts if len(rest := text.replace(member, b"", 1)) < len(text)}
+        unparsed = [rest for rest in dict.fromkeys(rests.values()) if rest not in self._rests]
+        for rest, labels in zip(unparsed, _parse_all(unparsed)):
+            flat = tuple(chain.from_iterable(sorted(labels.items())))
+            cut = next((i for i in range(0, len(flat), 2) if flat[i] > "__name__"), len(flat))
+            self._rests[rest] = labels, flat[:cut], flat[cut:]
+        whole = [text for text in texts if text not in rests or "__name__" in self._rests[rests[text]][0]]
+        parsed = dict(zip(whole, _parse_all(whole)))  # written otherwise, or a second __name__: parsed whole
+        for text in texts:  # ids in first-seen order
+            if text in parsed:
+                known[text] = self._register(metric, parsed[text])
+            else:
+                labels, before, after = self._rests[rests[text]]
+                known[text] = self._insert((metric, *before, "__name__", metric, *after),
+                                           lambda: {"__name__": metric, **labels})
 
     def _register(self, metric: str, labels: Mapping[str, str]) -> int:
         """The id of ``labels`` (kept as given: callers hand over label sets they do not change)."""
@@ -64,13 +88,16 @@ class SeriesIndex:
             labels = {"__name__": metric, **labels}
         elif name != metric:
             raise DecodeError(f"asked for {metric}, the answer has a series of {name}")
-        key = (metric, *chain.from_iterable(sorted(labels.items())))
+        return self._insert((metric, *chain.from_iterable(sorted(labels.items()))), lambda: labels)
+
+    def _insert(self, key: SeriesKey, labels: Callable[[], Mapping[str, str]]) -> int:
+        """The id of ``key``; a new one (label set ``labels()``) when it is not known yet."""
         with self._lock:
             found = self._by_key.get(key)
             if found is None:
                 found = self._by_key[key] = len(self.keys)
                 self.keys.append(key)
-                self.labels.append(labels)  # type: ignore[arg-type]
+                self.labels.append(labels())  # type: ignore[arg-type]
         return found
 
 

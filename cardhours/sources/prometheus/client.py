@@ -31,6 +31,7 @@ from urllib3.util.retry import Retry
 from cardhours.config.cluster import PrometheusConfig
 from cardhours.sources.metrics import MetricsSourceError
 from cardhours.sources.prometheus.body import read_into
+from cardhours.sources.prometheus.concurrency import parallel_requests
 from cardhours.sources.prometheus.decode import server_error
 from cardhours.sources.prometheus.scratch import Scratch
 
@@ -181,7 +182,8 @@ class PrometheusClient:
         headers, auth = auth_from_env(config, os.environ if environ is None else environ)
         verify: bool | str = str(config.ca_bundle) if config.verify_tls and config.ca_bundle else config.verify_tls
         return cls(config.url, headers=headers, auth=auth, verify=verify, timeout_seconds=config.timeout_seconds,
-                   max_retries=config.max_retries, pool_size=config.max_parallel_requests, **options)
+                   max_retries=config.max_retries,
+                   pool_size=parallel_requests(config.max_parallel_requests, config.url), **options)
 
     def close(self) -> None:
         self.connection.close()

@@ -19,6 +19,7 @@ from cardhours.schemas import DCGM_FIELDS
 from cardhours.sources.metrics import MetricsSourceError, conform_samples
 from cardhours.sources.prometheus import LongSamples
 from cardhours.sources.prometheus.client import PrometheusClient
+from cardhours.sources.prometheus.concurrency import parallel_requests
 from cardhours.sources.prometheus.decode import DecodeError, decode_data, decode_label_sets
 from cardhours.sources.prometheus.energy import place_energy
 from cardhours.sources.prometheus.fetch import FetchStats, fetch_all, window_text
@@ -82,6 +83,7 @@ class PrometheusMetricsSource:
                  target_samples_per_request: int = TARGET_SAMPLES_PER_REQUEST) -> None:
         self.config = config
         self.client = client if client is not None else PrometheusClient.from_config(config)
+        self.parallel_requests = parallel_requests(config.max_parallel_requests, config.url)  # in flight
         self.target_samples_per_request = target_samples_per_request
         self.fields = {config.metric_name(field): field for field in DCGM_FIELDS}  # metric -> DCGM field
         self.metric_fields = {metric: DCGM_FIELDS[field] for metric, field in self.fields.items()}
@@ -180,7 +182,7 @@ class PrometheusMetricsSource:
             censuses, long, stats = fetch_all(
                 self.client, partitions, probe=self.census, selector=self.config.selector,
                 plan=lambda census, a, b: plan_metric(census, a, b, limits(census.metric), downsample(census.metric)),
-                max_parallel=self.config.max_parallel_requests,
+                max_parallel=self.parallel_requests,
                 min_span_ms=min(limits(metric).interval_ms for metric in self.fields))
         present = set(long.series.get_column("__name__").unique().to_list())
         self.last_report = ReadReport(
