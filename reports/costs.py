@@ -1,18 +1,33 @@
-"""Prices: GPU-hours x the price of one GPU-hour of the model.
+"""Prices: GPU-hours x the list price of one GPU-hour of the model in effect when they happened.
 
-MIG slices ("A100 3g.40gb") are priced by their base model ("A100"): their GPU-hours are
-already fractions of a GPU. A model without a price gives a null cost (never 0), and the
-pages name such models so that the gap is visible.
+Prices come as segments (``SEGMENT_SCHEMA``: per model, ``[charge_period_start,
+charge_period_end)`` at ``list_unit_price``), the chargeback's price frame. A row that holds
+an interval (a job run's held interval in its month, an hour) is split over its model's
+segments by the seconds they overlap, exactly as the chargeback cuts runs
+(transforms/price_segments.py); a row of zero seconds takes the price at its start. List
+prices only: partition and QOS multipliers are billing adjustments of the chargeback.
+
+MIG slices ("A100 3g.40gb") are priced by their base model ("A100") unless the label has a
+price of its own: their GPU-hours are already fractions of a GPU. A model without a price
+gives a null cost (never 0), and the pages name such models so that the gap is visible.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from datetime import date, datetime
 
 import polars as pl
 
+from transforms.price_segments import held_interval, over_segments
+
 _MIG_SUFFIX = re.compile(r"\s+\d+g\.\d+gb(\+\w+)?$")
+EARLIEST, LATEST = datetime(1, 1, 1), datetime(9999, 1, 1)
+SEGMENT_SCHEMA = {
+    "gpu_model": pl.String, "charge_period_start": pl.Datetime("us"), "charge_period_end": pl.Datetime("us"),
+    "list_unit_price": pl.Float64,
+}  # fmt: skip
 
 
 def base_model(gpu_model: str) -> str:
@@ -20,39 +35,69 @@ def base_model(gpu_model: str) -> str:
     return _MIG_SUFFIX.sub("", gpu_model)
 
 
-def price_of(gpu_model: str | None, prices: Mapping[str, float]) -> float | None:
-    """The price of one GPU-hour: the model's own, else its base model's, else None."""
-    if gpu_model is None:
-        return None
-    if gpu_model in prices:
-        return prices[gpu_model]
-    return prices.get(base_model(gpu_model))
+def undated_segments(prices: Mapping[str, float]) -> pl.DataFrame:
+    """One segment for all time per model: a price without changes."""
+    rows = [(model, EARLIEST, LATEST, float(price)) for model, price in sorted(prices.items())]
+    return pl.DataFrame(rows, schema=SEGMENT_SCHEMA, orient="row")
 
 
-def with_cost(frame: pl.DataFrame, prices: Mapping[str, float], hours: str, alias: str) -> pl.DataFrame:
-    """Add ``alias`` = ``hours`` x the price of the row's ``gpu_model``."""
-    models = frame["gpu_model"].unique().to_list() if not frame.is_empty() else []
-    table = pl.DataFrame(
-        {"gpu_model": models, "_price": [price_of(m, prices) for m in models]},
-        schema={"gpu_model": pl.String, "_price": pl.Float64},
+def price_key(gpu_model: str | None, priced: Iterable[str]) -> str | None:
+    """The model whose segments price ``gpu_model``: its own, else its base model's."""
+    if gpu_model is None or gpu_model in priced:
+        return gpu_model
+    return base_model(gpu_model)
+
+
+def unpriced_models(models: Iterable[str | None], segments: pl.DataFrame) -> list[str]:
+    priced = set(segments["gpu_model"])
+    return sorted({m for m in models if m is not None and price_key(m, priced) not in priced})
+
+
+def _keyed(frame: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFrame:
+    priced = set(segments["gpu_model"])
+    models = frame["gpu_model"].unique().to_list()
+    keys = pl.DataFrame({"gpu_model": models, "_key": [price_key(m, priced) for m in models]},
+                        schema={"gpu_model": pl.String, "_key": pl.String})  # fmt: skip
+    return frame.join(keys, on="gpu_model", how="left", nulls_equal=True, maintain_order="left")
+
+
+def _weights(parts: pl.DataFrame) -> pl.DataFrame:
+    """Each part's share of its row: overlap seconds / the row's seconds; a row of zero
+    seconds lies wholly in the segment holding its start."""
+    overlap = pl.col("charge_seconds").clip(lower_bound=0)
+    total = overlap.sum().over("_row")
+    holds_start = (pl.col("charge_period_start") <= pl.col("_from")) & (pl.col("_from") < pl.col("charge_period_end"))
+    weight = pl.when(total > 0).then(overlap / total).otherwise(holds_start.cast(pl.Float64))
+    parts = parts.with_columns(weight.alias("_weight"))
+    return parts.filter((pl.col("_weight") > 0) | pl.col("list_unit_price").is_null())
+
+
+def with_dated_cost(frame: pl.DataFrame, segments: pl.DataFrame, costs: Mapping[str, str]) -> pl.DataFrame:
+    """``frame`` (rows holding ``[_from, _to)``) plus, per ``alias: hours column`` of
+    ``costs``, the hours x the list price in effect over the interval (null without a price)."""
+    rows = _keyed(frame, segments).with_row_index("_row")
+    hours = sorted(set(costs.values()))
+    slim = rows.select("_row", "_from", "_to", "_key", *hours)
+    parts = _weights(over_segments(slim, segments, pl.col("_key"), EARLIEST, LATEST))
+    priced = pl.col("list_unit_price").is_not_null().all()
+    totals = parts.group_by("_row").agg(
+        pl.when(priced).then((pl.col(h) * pl.col("_weight") * pl.col("list_unit_price")).sum()).alias(alias)
+        for alias, h in costs.items()
     )
-    return (
-        frame.join(table, on="gpu_model", how="left", nulls_equal=True)
-        .with_columns((pl.col(hours) * pl.col("_price")).alias(alias))
-        .drop("_price")
-    )
+    return rows.join(totals, on="_row", how="left").sort("_row").drop("_row", "_key", "_from", "_to")
 
 
-def unpriced_models(models: Iterable[str | None], prices: Mapping[str, float]) -> list[str]:
-    return sorted({m for m in models if m is not None and price_of(m, prices) is None})
+def with_job_costs(jobs: pl.DataFrame, segments: pl.DataFrame, month: date | pl.Expr) -> pl.DataFrame:
+    """Job runs of fct_job_usage (of ``month``: a date, or an expression of each row's month)
+    plus ``cost`` (GPU-hours) and ``idle_cost``, over the run's held interval in the month as
+    the chargeback cuts it."""
+    month_start = (pl.lit(month) if isinstance(month, date) else month).cast(pl.Datetime("us"))
+    costs = {"cost": "gpu_hours", "idle_cost": "idle_gpu_hours"}
+    return with_dated_cost(held_interval(jobs, month_start), segments, costs)
 
 
-def cost_sum(frame: pl.DataFrame, prices: Mapping[str, float], hours: str) -> float:
-    """Total cost of ``hours`` over the rows whose model has a price (see ``unpriced_hours``)."""
-    return float(with_cost(frame, prices, hours, "_cost")["_cost"].fill_null(0).sum())
-
-
-def unpriced_hours(frame: pl.DataFrame, prices: Mapping[str, float], hours: str) -> float:
-    """The ``hours`` on rows whose model has no price (left out of ``cost_sum``)."""
-    priced = with_cost(frame, prices, hours, "_cost")
-    return float(priced.filter(pl.col("_cost").is_null())[hours].fill_null(0).sum())
+def with_hour_cost(hours: pl.DataFrame, segments: pl.DataFrame, hours_col: str, alias: str) -> pl.DataFrame:
+    """Rows of one hour (``hour``) plus ``alias`` = ``hours_col`` x the price of that hour,
+    seconds-weighted when the price changes inside it."""
+    held = hours.with_columns(pl.col("hour").alias("_from"), (pl.col("hour") + pl.duration(hours=1)).alias("_to"))
+    return with_dated_cost(held, segments, {alias: hours_col})

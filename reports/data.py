@@ -1,8 +1,9 @@
 """What a review renders from: typed frames (the asset reads them from the marts) and settings.
 
 Reports never read the warehouse or the config: ``build_inputs`` takes the frames and the
-few settings the pages need (prices, quotas, thresholds) and conforms each frame to the
-columns the pages read, so a missing column is an error and an empty frame is typed.
+few settings the pages need (prices, quotas, thresholds), conforms each frame to the
+columns the pages read, so a missing column is an error and an empty frame is typed, and
+prices them once at the dated list prices (``reports.pricing``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from datetime import date
 from types import MappingProxyType
 
 import polars as pl
+
+from reports.costs import SEGMENT_SCHEMA, undated_segments, with_job_costs
+from reports.pricing import model_months, repriced_flags, repriced_users
 
 F64, STR, I64 = pl.Float64, pl.String, pl.Int64
 TREND_MONTHS = 12
@@ -32,7 +36,7 @@ JOB_SCHEMA = {
     "department": STR, "partition_name": STR, "state": STR, "start_time": pl.Datetime("us"),
     "gpus": F64, "gpu_model": STR, "gpu_hours": F64, "active_gpu_hours": F64,
     "utilization": F64, "utilization_signal": STR, "idle_gpu_hours": F64, "queue_seconds": F64,
-    "n_samples": F64,
+    "n_samples": F64, "elapsed_seconds": I64,
 }  # fmt: skip
 # Kept when the jobs frame has it (fct_job_usage does; frames built before Kubernetes may not):
 # the review's scheduler table shows when a month has more than one scheduler.
@@ -41,9 +45,16 @@ HOURLY_SCHEMA = {
     "cluster": STR, "hour": pl.Datetime("us"), "capacity_seconds": F64,
     "allocated_seconds": F64, "active_seconds": F64, "n_samples": F64, "expected_samples": F64,
 }  # fmt: skip
-MODEL_SCHEMA = {
-    "cluster": STR, "month": pl.Date, "gpu_model": STR, "capacity_gpu_hours": F64,
-    "allocated_gpu_hours": F64, "gpu_hours": F64, "idle_gpu_hours": F64,
+# 12 months of fct_job_usage runs (what their idle cost needs) and of fct_gpu_hourly capacity
+# per GPU model label (MIG instances as "A100 3g.40gb") and hour; build_inputs sums them per
+# month, cluster and model with their costs (``reports.pricing.model_months``).
+RUN_SCHEMA = {
+    "cluster": STR, "month": pl.Date, "gpu_model": STR, "start_time": pl.Datetime("us"),
+    "elapsed_seconds": I64, "gpu_hours": F64, "idle_gpu_hours": F64,
+}  # fmt: skip
+MODEL_HOUR_SCHEMA = {
+    "cluster": STR, "month": pl.Date, "gpu_model": STR, "hour": pl.Datetime("us"),
+    "capacity_seconds": F64, "allocated_seconds": F64,
 }  # fmt: skip
 FLAG_SCHEMA = {
     "cluster": STR, "job_id": STR, "job_id_raw": STR, "start_time": pl.Datetime("us"),
@@ -82,26 +93,42 @@ def first_trend_month(month: date) -> date:
     return first
 
 
+def next_month(month: date) -> date:
+    return date(month.year + (month.month == 12), month.month % 12 + 1, 1)
+
+
 def hours_in_month(month: date) -> float:
-    following = date(month.year + (month.month == 12), month.month % 12 + 1, 1)
-    return (following - month).days * 24.0
+    return (next_month(month) - month).days * 24.0
 
 
 @dataclass(frozen=True)
 class ReviewSettings:
     """The config values the pages use, passed in plain (reports do not import the config).
 
-    ``prices``: price of one GPU-hour per GPU model as the data names it (MIG slices are
-    priced by their base model, see ``reports.costs``); ``quotas``: GPUs per department,
-    ``None`` when no quotas are configured.
+    List prices of one GPU-hour per GPU model (MIG slices are priced by their base model,
+    see ``reports.costs``), either ``prices`` (one price for all time) or ``price_segments``
+    (dated: ``reports.costs.SEGMENT_SCHEMA``, the chargeback's price segments), not both;
+    ``quotas``: GPUs per department, ``None`` when no quotas are configured.
     """
 
     currency: str = ""
     prices: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    price_segments: pl.DataFrame | None = field(default=None, compare=False)
     quotas: Mapping[str, float] | None = None
     overcommit_ratio: float = 1.0
     low_efficiency_gpu_hours: float = 50.0
     low_efficiency_utilization: float = 0.25
+
+    def __post_init__(self) -> None:
+        if self.prices and self.price_segments is not None:
+            raise ValueError("ReviewSettings takes prices or price_segments, not both")
+
+    @property
+    def segments(self) -> pl.DataFrame:
+        """The price segments to price with (``prices``: one segment for all time)."""
+        if self.price_segments is None:
+            return undated_segments(self.prices)
+        return conform(self.price_segments, SEGMENT_SCHEMA, "price_segments")
 
 
 @dataclass(frozen=True)
@@ -155,16 +182,25 @@ def build_inputs(
     departments: pl.DataFrame | None = None,
     jobs: pl.DataFrame | None = None,
     hourly: pl.DataFrame | None = None,
-    models: pl.DataFrame | None = None,
+    runs: pl.DataFrame | None = None,
+    model_hours: pl.DataFrame | None = None,
     flags: pl.DataFrame | None = None,
     users: pl.DataFrame | None = None,
     settings: ReviewSettings | None = None,
 ) -> ReviewInputs:
+    """``runs`` and ``model_hours``: 12 months (``RUN_SCHEMA``, ``MODEL_HOUR_SCHEMA``), summed
+    into ``ReviewInputs.models``; jobs, flags, users and models are priced here."""
     first = first_trend_month(month)
+    settings = settings or ReviewSettings()
+    segments = settings.segments
 
     def window(frame: pl.DataFrame) -> pl.DataFrame:
         return frame.filter(pl.col("month").is_between(first, month))
 
+    job_schema = JOB_SCHEMA | {k: v for k, v in OPTIONAL_JOB_COLUMNS.items() if jobs is not None and k in jobs.columns}
+    priced_jobs = with_job_costs(conform(jobs, job_schema, "jobs"), segments, month)
+    models = model_months(window(conform(_with_month(runs, month), RUN_SCHEMA, "runs")),
+                          window(conform(_with_month(model_hours, month), MODEL_HOUR_SCHEMA, "model_hours")), segments)
     return ReviewInputs(
         month=month,
         generated_from=generated_from,
@@ -172,11 +208,10 @@ def build_inputs(
         departments=window(
             conform(_with_month(_job_departments(departments), month), DEPARTMENT_SCHEMA, "departments")
         ),
-        jobs=conform(jobs, JOB_SCHEMA | {k: v for k, v in OPTIONAL_JOB_COLUMNS.items()
-                                         if jobs is not None and k in jobs.columns}, "jobs"),
+        jobs=priced_jobs,
         hourly=conform(hourly, HOURLY_SCHEMA, "hourly"),
-        models=window(conform(_with_month(models, month), MODEL_SCHEMA, "models")),
-        flags=conform(flags, FLAG_SCHEMA, "flags"),
-        users=conform(users, USER_SCHEMA, "users"),
-        settings=settings or ReviewSettings(),
+        models=models,
+        flags=repriced_flags(conform(flags, FLAG_SCHEMA, "flags"), priced_jobs),
+        users=repriced_users(conform(users, USER_SCHEMA, "users"), priced_jobs),
+        settings=settings,
     )

@@ -6,7 +6,6 @@ from functools import partial
 
 import polars as pl
 
-from reports.costs import with_cost
 from reports.data import ReviewInputs
 from reports.html import Column, Section, figure_html, fmt_float, fmt_pct, join, paragraph, render_table
 from reports.time_figures import monthly_hours_figure, monthly_shares_figure
@@ -29,13 +28,8 @@ def cluster_shares(clusters: pl.DataFrame) -> pl.DataFrame:
 
 
 def monthly_totals(inputs: ReviewInputs) -> pl.DataFrame:
-    """All clusters per month: GPU-hours by kind, shares, and the idle costs."""
-    models = inputs.models.with_columns(
-        (pl.col("capacity_gpu_hours").fill_null(0) - pl.col("allocated_gpu_hours").fill_null(0)).alias("infra")
-    )
-    models = with_cost(models, inputs.settings.prices, "idle_gpu_hours", "workload_idle_cost")
-    models = with_cost(models, inputs.settings.prices, "infra", "infra_idle_cost")
-    costs = models.group_by("month").agg(pl.col("workload_idle_cost").sum(), pl.col("infra_idle_cost").sum())
+    """All clusters per month: GPU-hours by kind, shares, and the idle costs (dated list prices)."""
+    costs = inputs.models.group_by("month").agg(pl.col("workload_idle_cost").sum(), pl.col("infra_idle_cost").sum())
     return (
         inputs.clusters.group_by("month")
         .agg(pl.col(c).sum() for c in ("capacity_gpu_hours", "allocated_gpu_hours", "active_gpu_hours", "idle_gpu_hours"))

@@ -23,6 +23,7 @@ from datetime import datetime
 import polars as pl
 
 from transforms.charge_money import PRICE, cost_cents, div_half_up, float_micro, largest_remainder, to_scaled_int
+from transforms.price_segments import base_model, held_interval, over_segments
 
 SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
@@ -56,28 +57,11 @@ RUN = ["cluster", "job_id_raw", "start_time"]
 _ORDER = [*RUN, "charge_period_start"]
 
 
-def base_model(gpu_model: pl.Expr) -> pl.Expr:
-    """The price key of a GPU model label: ``"A100 3g.40gb"`` -> ``"A100"``."""
-    return gpu_model.str.split(" ").list.first()
-
-
 def _segments(runs: pl.DataFrame, prices: pl.DataFrame, period_start: datetime, period_end: datetime) -> pl.DataFrame:
     """Runs x the price segments their held interval overlaps (priceless runs: one segment)."""
-    held_from = pl.max_horizontal(pl.col("start_time"), pl.lit(period_start))
-    runs = runs.with_columns(held_from.alias("_from")).with_columns(
-        (pl.col("_from") + pl.duration(seconds=pl.col("elapsed_seconds"))).alias("_to"),
-        base_model(pl.col("gpu_model")).alias("_model"),
-    )
-    priced = runs.join(prices.rename({"gpu_model": "_model"}), on="_model", how="left")
-    overlap = (
-        pl.min_horizontal("_to", "charge_period_end") - pl.max_horizontal("_from", "charge_period_start")
-    ).dt.total_seconds()
-    whole = (pl.col("_to") - pl.col("_from")).dt.total_seconds()
-    return priced.with_columns(
-        pl.when(pl.col("list_unit_price").is_null()).then(whole).otherwise(overlap).alias("charge_seconds"),
-        pl.col("charge_period_start").fill_null(pl.lit(period_start)),
-        pl.col("charge_period_end").fill_null(pl.lit(period_end)),
-    ).filter(pl.col("charge_seconds") > 0)
+    runs = held_interval(runs, period_start)
+    segments = over_segments(runs, prices, base_model(pl.col("gpu_model")), period_start, period_end)
+    return segments.filter(pl.col("charge_seconds") > 0)
 
 
 def _split(lines: pl.DataFrame) -> pl.DataFrame:

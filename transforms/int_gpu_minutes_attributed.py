@@ -33,7 +33,9 @@ n_samples, ``<signal>_n`` = the weighted samples where the signal is present (th
 rollup keeps means of non-null values: exact when a field is present on all or none of a
 minute's samples). ``zero_samples``: weighted samples of minutes whose best-signal mean is
 at most the zero threshold. ``energy_j``: weight x mean power x n_samples x step (the
-minute rollup carries power, not the energy counter).
+minute rollup carries power, not the energy counter); a MIG GPU's power, reported on its
+device row, is first split over the instance rows of the minute by profile share
+(``attribution_sql.MIG_POWER_CTES``).
 
 Two runs of one job covering a minute (a requeue ends and restarts within it) split its
 labelled samples by their overlap with the minute.
@@ -45,6 +47,8 @@ Polars: moving the minute rows out of DuckDB alone takes 2.2 s, then the label j
 rollups of labelled and unlabelled rows, without the host rules, 0.9 s: 3.1 s for less work
 (under load from other jobs: SQL 3.4 s, Polars 7.5 s). The SQL is kept; the minute rows
 never leave DuckDB.
+The MIG power split (``MIG_POWER_CTES``, fourth session) costs 2.15 -> 3.0 s on the demo
+month in day windows (best of 3), mostly the aggregation over the 2.86 M instance rows.
 
 Joins of minutes to runs (``join``, timed by ``cardhours bench marts``): ``hour_bucket``
 (kept) vs ``interval`` (ASOF join for labels, host + overlap range join for the rest), same
@@ -55,13 +59,13 @@ every run the host had in the window). On 4 days in one query under load ~7: 3.6
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 import polars as pl
 
 from transforms.attribution_pods import POD_LABEL_CTES, POD_RUN_CTES
-from transforms.attribution_sql import HOST_JOINS, JOINS, LABEL_JOINS, MEAN_SIGNALS, weighted_measures
+from transforms.attribution_sql import HOST_JOINS, JOINS, LABEL_JOINS, MEAN_SIGNALS, MIG_POWER_CTES, weighted_measures
 
 __all__ = [
     "ATTRIBUTED_METHODS", "JOINS", "MEAN_SIGNALS", "METHODS", "ORDER", "POD_METHODS", "SCHEMA",
@@ -111,13 +115,17 @@ def int_gpu_minutes_attributed_sql(
     host_gpus: Sequence[float],
     zero_threshold: float = 0.01,
     join: str = "hour_bucket",
+    mig_weights: Mapping[str, float] | None = None,
 ) -> tuple[str, list[object]]:
     """(SQL text, params) for one cluster and period: rows in SCHEMA, ordered by ORDER.
 
     ``month_start``: the ``month`` partition of ``staging.stg_slurm__jobs`` to read;
     ``host_names``/``host_gpus``: every host of the cluster and its GPUs (MIG instances as
-    fractions), from the inventory; ``zero_threshold``: config ``flags.zero_util_threshold``.
+    fractions), from the inventory; ``zero_threshold``: config ``flags.zero_util_threshold``;
+    ``mig_weights``: a MIG profile's share of its GPU (``rates.mig_weight``; profiles not in it:
+    compute slices / 7), which splits the GPU's power over its instances (``MIG_POWER_CTES``).
     """
+    weights = dict(mig_weights or {})
     if len(host_names) != len(host_gpus):
         raise ValueError("host_names and host_gpus must have the same length")
     if step_seconds <= 0:
@@ -153,12 +161,12 @@ host_runs AS (
     SELECT job_id_raw, start_time, run_start, run_end, host_gpus, unnest(hosts) AS hostname
     FROM runs WHERE run_end > run_start AND len(hosts) > 0
 ),
-{POD_RUN_CTES}minutes AS (
+{POD_RUN_CTES}minutes_read AS (
     SELECT {", ".join(MINUTE_COLUMNS)}, date_trunc('hour', minute) AS hour FROM staging.stg_dcgm__gpu_minutely
     WHERE cluster = ? AND day >= CAST(? AS DATE) AND day <= CAST(? AS DATE)
       AND minute >= CAST(? AS TIMESTAMP) AND minute < CAST(? AS TIMESTAMP)
 ),
-edge_minutes AS (
+{MIG_POWER_CTES}edge_minutes AS (
     SELECT DISTINCT job_id_raw, start_time, run_start, run_end, minute FROM (
         SELECT *, date_trunc('minute', run_start) AS minute FROM runs WHERE run_end > run_start
         UNION ALL
@@ -240,6 +248,7 @@ ORDER BY {", ".join(f"{column} NULLS FIRST" for column in ORDER[1:])}
         cluster, month_start.date(),
         period_start, period_end, period_end, cluster, month_start.date(),
         cluster, period_start.date(), last_day, period_start, period_end,
+        list(weights), [float(w) for w in weights.values()],
         cluster,
     ]
     return text, params

@@ -52,13 +52,16 @@ def attribution_queries(cardhours: CardhoursResource, cluster, start, end, join:
     in day windows at 3.1 GB (docs/marts.md "Speed")."""
     inventory = cardhours.config.inventory_frame().filter(pl.col("cluster") == cluster.name)
     hosts = inventory.group_by("hostname").agg(pl.col("gpu_fraction").sum()).sort("hostname")
+    profiles = inventory.get_column("gpu_i_profile").drop_nulls().unique().sort().to_list()
+    rates = cardhours.config.rates
+    mig_weights = {profile: rates.mig_weight(profile) for profile in [*profiles, *rates.mig_profile_weights]}
     queries, low = [], start
     while low < end:
         high = min(low + timedelta(days=CHUNK_DAYS), end)
         queries.append(int_gpu_minutes_attributed_sql(
             cluster.name, start, low, high, cluster.sample_step_seconds,
             hosts.get_column("hostname").to_list(), hosts.get_column("gpu_fraction").to_list(),
-            cardhours.config.flags.zero_util_threshold, join,
+            cardhours.config.flags.zero_util_threshold, join, mig_weights,
         ))
         low = high
     return queries

@@ -1,21 +1,21 @@
 """Monthly outputs written under the reports directory: YYYY-MM/review.html and
 YYYY-MM/departments/<dept>.html (rendered by the pure reports package from mart frames)."""
 
-from datetime import date
+from datetime import date, datetime
 
 import duckdb
 import polars as pl
 from dagster import AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from cardhours.config import Config
+from cardhours.config.rates import price_frame
 from pipelines.assets.marts import CLUSTER_KEY, DEPARTMENT_KEY, GPU_HOURLY_KEY, JOB_USAGE_KEY
 from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
 from reports import build_inputs, render_department_pages, render_review, write_department_pages, write_review
 from reports.chargeback_section import chargeback_section
-from reports.costs import base_model
 from reports.sections.kube_queues import kube_queues_section
-from reports.data import ReviewSettings, first_trend_month
+from reports.data import ReviewSettings, first_trend_month, next_month
 from warehouse import read_frame
 
 REVIEW_KEY = ["reports", "review_html"]
@@ -31,16 +31,14 @@ READS = {
     "departments": (
         "SELECT * FROM marts.mart_department_monthly WHERE month BETWEEN ? AND ? ORDER BY month, cluster, department"
     ),
-    "models": f"""
-        WITH capacity AS (
-            SELECT month, cluster, {_MODEL} AS gpu_model, sum(capacity_seconds) / 3600 AS capacity_gpu_hours,
-                   sum(allocated_seconds) / 3600 AS allocated_gpu_hours
-            FROM marts.fct_gpu_hourly WHERE month BETWEEN ? AND ? GROUP BY ALL),
-        jobs AS (
-            SELECT month, cluster, gpu_model, sum(gpu_hours) AS gpu_hours, sum(idle_gpu_hours) AS idle_gpu_hours
-            FROM marts.fct_job_usage WHERE month BETWEEN ? AND ? GROUP BY ALL)
-        SELECT * FROM capacity FULL OUTER JOIN jobs USING (month, cluster, gpu_model)
-        ORDER BY month, cluster, gpu_model""",
+    # 12 months at the grain the dated prices need: runs (held interval) and model x hour.
+    "runs": """
+        SELECT cluster, month, gpu_model, start_time, elapsed_seconds, gpu_hours, idle_gpu_hours
+        FROM marts.fct_job_usage WHERE month BETWEEN ? AND ? ORDER BY month, cluster, job_id_raw, start_time""",
+    "model_hours": f"""
+        SELECT cluster, month, {_MODEL} AS gpu_model, hour, sum(capacity_seconds) AS capacity_seconds,
+               sum(allocated_seconds) AS allocated_seconds
+        FROM marts.fct_gpu_hourly WHERE month BETWEEN ? AND ? GROUP BY ALL ORDER BY month, cluster, gpu_model, hour""",
     "jobs": "SELECT * FROM marts.fct_job_usage WHERE month = ? ORDER BY cluster, job_id, start_time",
     "hourly": """
         SELECT cluster, hour, sum(capacity_seconds) AS capacity_seconds, sum(allocated_seconds) AS allocated_seconds,
@@ -59,30 +57,23 @@ def read_review_frames(conn: duckdb.DuckDBPyConnection, month: date) -> dict[str
     """The frames of one review: 12 months of monthly marts (trends, previous month) and
     the month's jobs, hourly GPU totals, flags and users."""
     first = first_trend_month(month)
-    window = {"clusters": [first, month], "departments": [first, month], "models": [first, month] * 2}
+    window = {name: [first, month] for name in ("clusters", "departments", "runs", "model_hours")}
     return {name: read_frame(conn, sql, window.get(name, [month])) for name, sql in READS.items()}
 
 
-def review_settings(config: Config, models: list[str]) -> ReviewSettings:
-    """The config values the pages use; prices of the given models (MIG at the base price)."""
-    prices = {}
-    for model in sorted(set(models)):
-        try:
-            prices[model] = config.rates.gpu_hour_rate(base_model(model))
-        except KeyError:
-            continue  # the page names models without a price
+def review_settings(config: Config, month: date) -> ReviewSettings:
+    """The config values the pages use; the dated list prices of every configured model over
+    the review's 12 months (the chargeback's price segments; the pages price MIG labels at
+    their base model and name the models without a price)."""
+    start, end = (datetime.combine(d, datetime.min.time()) for d in (first_trend_month(month), next_month(month)))
+    segments = price_frame(config.rates, start, end).with_columns(pl.col("list_unit_price").cast(pl.Float64))
     quotas = {name: float(gpus) for name, gpus in config.quotas.departments.items()} or None
     return ReviewSettings(
-        currency=config.rates.currency, prices=prices, quotas=quotas,
+        currency=config.rates.currency, price_segments=segments, quotas=quotas,
         overcommit_ratio=config.quotas.overcommit_ratio,
         low_efficiency_gpu_hours=config.flags.low_efficiency_gpu_hours,
         low_efficiency_utilization=config.flags.low_efficiency_utilization,
     )  # fmt: skip
-
-
-def _models_in(frames: dict[str, pl.DataFrame]) -> list[str]:
-    names = [frames[n]["gpu_model"] for n in ("models", "jobs", "flags") if "gpu_model" in frames[n].columns]
-    return pl.concat(names).drop_nulls().unique().to_list() if names else []
 
 
 @asset(
@@ -100,7 +91,7 @@ def review_html(context: AssetExecutionContext, cardhours: CardhoursResource) ->
     with cardhours.warehouse() as conn:
         frames = read_review_frames(conn, month)
     reconciliation, focus, queues = frames.pop("reconciliation"), frames.pop("focus"), frames.pop("kube_queues")
-    settings = review_settings(cardhours.config, _models_in(frames))
+    settings = review_settings(cardhours.config, month)
     inputs = build_inputs(month, str(cardhours.config_path), settings=settings, **frames)
     chargeback = chargeback_section(reconciliation, focus, month.strftime("%Y-%m"), settings.currency)
     queue_section = kube_queues_section(queues)

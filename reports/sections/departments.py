@@ -8,23 +8,21 @@ from functools import partial
 import polars as pl
 
 from reports import figures
-from reports.costs import with_cost
 from reports.data import ReviewInputs, hours_in_month
 from reports.html import (
     Column, Html, Section, fmt_float, fmt_int, fmt_minutes, fmt_pct, join, link, paragraph,
     render_table,
 )  # fmt: skip
 from reports.paths import department_href
+from reports.pricing import priced_sum
 
 fmt_hours = partial(fmt_float, decimals=1)
 fmt_money = partial(fmt_float, decimals=2)
 
 
 def department_costs(inputs: ReviewInputs) -> pl.DataFrame:
-    """Per cluster and department: ``cost`` (all GPU-hours) and ``idle_cost``."""
-    jobs = with_cost(inputs.jobs, inputs.settings.prices, "gpu_hours", "cost")
-    jobs = with_cost(jobs, inputs.settings.prices, "idle_gpu_hours", "idle_cost")
-    return jobs.group_by("cluster", "department").agg(pl.col("cost").sum(), pl.col("idle_cost").sum())
+    """Per cluster and department: ``cost`` (all GPU-hours) and ``idle_cost`` (dated list prices)."""
+    return inputs.jobs.group_by("cluster", "department").agg(priced_sum("cost"), priced_sum("idle_cost"))
 
 
 def department_rows(inputs: ReviewInputs) -> pl.DataFrame:

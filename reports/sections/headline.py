@@ -9,7 +9,6 @@ from typing import Any
 
 import polars as pl
 
-from reports.costs import with_cost
 from reports.data import ReviewInputs, previous_month
 from reports.html import (
     Column, Section, fmt_float, fmt_int, fmt_minutes, fmt_pct, join, paragraph, render_table,
@@ -25,14 +24,9 @@ def _ratio(num: str, den: str) -> pl.Expr:
 
 
 def model_costs(inputs: ReviewInputs, month: date) -> pl.DataFrame:
-    """Per cluster: workload idle cost and infra idle cost of ``month`` (priced per model)."""
-    models = inputs.models.filter(pl.col("month") == month).with_columns(
-        (pl.col("capacity_gpu_hours").fill_null(0) - pl.col("allocated_gpu_hours").fill_null(0))
-        .alias("infra_idle")
-    )
-    prices = inputs.settings.prices
-    models = with_cost(models, prices, "idle_gpu_hours", "workload_idle_cost")
-    models = with_cost(models, prices, "infra_idle", "infra_idle_cost")
+    """Per cluster: workload idle cost and infra idle cost of ``month`` (priced per model at
+    the dated list prices, ``reports.pricing``)."""
+    models = inputs.models.filter(pl.col("month") == month)
     return models.group_by("cluster").agg(
         pl.col("workload_idle_cost").sum(), pl.col("infra_idle_cost").sum()
     )
@@ -132,8 +126,10 @@ def headline_section(inputs: ReviewInputs) -> Section:
     for i, name in enumerate(clusters):
         columns += [Column(f"v{i}", name, numeric=True), Column(f"d{i}", f"change vs {since}", numeric=True)]
     note = paragraph(
-        "Costs are GPU-hours x the GPU-hour price of each model (MIG slices at their base "
-        "model's price). Change: the difference to the previous month (relative change in "
+        "Costs are GPU-hours x the list price of a GPU-hour of each model in effect when they "
+        "happened (MIG slices at their base model's price; a price change within the month splits "
+        "a job's or an hour's GPU-hours by seconds, as the chargeback does), without the partition "
+        "and QOS multipliers that only the chargeback applies. Change: the difference to the previous month (relative change in "
         "brackets; pp = percentage points).",
         class_="caption",
     )

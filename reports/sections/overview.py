@@ -140,7 +140,10 @@ HOW_TO_READ = (
     "what jobs held but did not use; infra idle is capacity no job held. 'n/a' means "
     "no value: no utilization signal, or nothing to divide by.",
     "Flagged jobs carry the reasons the rules found and a recommendation; wasted GPU-hours "
-    "count a job once (its largest reason). Costs are GPU-hours at the configured GPU-hour price.",
+    "count a job once (its largest reason). Costs are GPU-hours at the list price of each GPU "
+    "model in effect when they happened (a price change within the month splits a job's "
+    "GPU-hours by seconds); partition and QOS multipliers apply only in the chargeback, so "
+    "these are list-price costs, not the amounts billed.",
     f"Department '{figures.UNMAPPED}' collects jobs whose account maps to no department: "
     "add a mapping to the config so that they are charged to the right place.",
 )

@@ -6,8 +6,9 @@ from functools import partial
 
 import polars as pl
 
-from reports.costs import unpriced_models, with_cost
+from reports.costs import unpriced_models
 from reports.data import ReviewInputs
+from reports.pricing import priced_sum
 from reports.html import Column, Section, fmt_float, fmt_int, fmt_minutes, fmt_pct, join, paragraph, render_table
 
 fmt_hours = partial(fmt_float, decimals=1)
@@ -20,23 +21,18 @@ def _job_measures() -> list[pl.Expr]:
         pl.len().alias("job_count"),
         pl.col("gpu_hours").sum(),
         pl.col("idle_gpu_hours").sum(),
-        pl.col("cost").sum(),
-        pl.col("idle_cost").sum(),
+        priced_sum("cost"),
+        priced_sum("idle_cost"),
         (pl.col("active_gpu_hours").sum() / measured.sum()).alias("utilization"),
         pl.col("queue_seconds").quantile(0.5, interpolation="linear").alias("queue_seconds_p50"),
         pl.col("queue_seconds").quantile(0.95, interpolation="linear").alias("queue_seconds_p95"),
     ]
 
 
-def priced_jobs(inputs: ReviewInputs) -> pl.DataFrame:
-    jobs = with_cost(inputs.jobs, inputs.settings.prices, "gpu_hours", "cost")
-    return with_cost(jobs, inputs.settings.prices, "idle_gpu_hours", "idle_cost")
-
-
 def partition_frame(inputs: ReviewInputs) -> pl.DataFrame:
     """Per cluster and partition: jobs, GPU-hours, cost, utilization, idle, queue times."""
     return (
-        priced_jobs(inputs).group_by("cluster", "partition_name").agg(_job_measures())
+        inputs.jobs.group_by("cluster", "partition_name").agg(_job_measures())
         .with_columns(pl.when(pl.col("utilization").is_finite()).then(pl.col("utilization")))
         .sort(["cluster", "gpu_hours", "partition_name"], descending=[False, True, False], nulls_last=True)
     )  # fmt: skip
@@ -48,7 +44,7 @@ def model_frame(inputs: ReviewInputs) -> pl.DataFrame:
     capacity = inputs.this_month(inputs.models).group_by("cluster", "gpu_model").agg(
         pl.col("capacity_gpu_hours").sum(), pl.col("allocated_gpu_hours").sum()
     )
-    jobs = priced_jobs(inputs).group_by("cluster", "gpu_model").agg(_job_measures())
+    jobs = inputs.jobs.group_by("cluster", "gpu_model").agg(_job_measures())
     return (
         capacity.join(jobs, on=["cluster", "gpu_model"], how="full", coalesce=True, nulls_equal=True)
         .with_columns(
@@ -82,7 +78,7 @@ def partitions_section(inputs: ReviewInputs) -> Section:
 
 def scheduler_frame(inputs: ReviewInputs) -> pl.DataFrame:
     """Per cluster and scheduler (Slurm, Kubernetes), then each cluster's sum (scheduler ``all``)."""
-    jobs = priced_jobs(inputs)
+    jobs = inputs.jobs
     per_scheduler = jobs.group_by("cluster", "scheduler").agg(_job_measures())
     summed = jobs.group_by("cluster").agg(_job_measures()).with_columns(scheduler=pl.lit("all"))
     return (
@@ -112,7 +108,7 @@ def models_section(inputs: ReviewInputs) -> Section:
     ]
     frame = model_frame(inputs)
     parts = [render_table(frame, _columns(inputs, capacity), empty="No GPU models.")]
-    missing = unpriced_models(frame["gpu_model"].to_list(), inputs.settings.prices)
+    missing = unpriced_models(frame["gpu_model"].to_list(), inputs.settings.segments)
     if missing:
         text = f"No price configured for: {', '.join(missing)} (their cost shows n/a; add them to [rates.gpu_hour])."
         parts.append(paragraph(text, class_="notice"))

@@ -80,10 +80,12 @@ def test_reads_twelve_months_and_the_month(warehouse_config: Path) -> None:
     finally:
         conn.close()
     assert sorted(frames["clusters"]["month"].unique().to_list()) == [PREVIOUS, MONTH]
-    models = frames["models"].filter((pl.col("month") == MONTH) & (pl.col("cluster") == "alpha")).sort("gpu_model")
-    assert models["gpu_model"].to_list() == ["A100 3g.40gb", "H100"]
-    assert models["capacity_gpu_hours"].to_list() == pytest.approx([200.0, 800.0])
-    assert models["idle_gpu_hours"].to_list() == pytest.approx([90.0, 25.0])  # jobs 3 | 1, 2, 4, 5
+    march = (pl.col("month") == MONTH) & (pl.col("cluster") == "alpha")
+    capacity = frames["model_hours"].filter(march).group_by("gpu_model").agg(pl.col("capacity_seconds").sum() / 3600)
+    assert capacity.sort("gpu_model").rows() == [("A100 3g.40gb", pytest.approx(200.0)), ("H100", pytest.approx(800.0))]
+    idle = frames["runs"].filter(march).group_by("gpu_model").agg(pl.col("idle_gpu_hours").sum()).sort("gpu_model")
+    assert idle.rows() == [("A100 3g.40gb", pytest.approx(90.0)), ("H100", pytest.approx(25.0))]  # jobs 3 | 1, 2, 4, 5
+    assert frames["runs"]["elapsed_seconds"].drop_nulls().len() == frames["runs"].height
     assert frames["hourly"]["capacity_seconds"].sum() == pytest.approx(1000.0 * 3600)
     assert frames["flags"].height == 3 and frames["users"].height == 3
 
@@ -125,12 +127,22 @@ def test_rerun_replaces_the_month_and_drops_vanished_departments(warehouse_confi
     assert not re.search(r'href="departments/unmapped\.html"', (reports / "review.html").read_text(encoding="utf-8"))
 
 
-def test_settings_from_the_config_price_mig_at_the_base_model() -> None:
-    from cardhours.config import load_config
+def test_settings_from_the_config_carry_the_dated_prices() -> None:
+    import tomllib
+
+    from cardhours.config import load_config, parse_config
     from pipelines.assets.reports import review_settings
 
-    settings = review_settings(load_config(EXAMPLE_CONFIG), ["A100 3g.40gb", "B200", "H100", "A100 3g.40gb"])
-    assert settings.currency == "EUR"
-    assert dict(settings.prices) == {"A100 3g.40gb": 1.40, "H100": 2.50}  # B200 has no price: named on the page
+    settings = review_settings(load_config(EXAMPLE_CONFIG), MONTH)
+    assert settings.currency == "EUR" and not settings.prices
+    segments = settings.segments.select("gpu_model", "list_unit_price").rows()
+    assert segments == [("A100", 1.40), ("H100", 2.50)]  # MIG labels at the base model; B200: none, named
+    assert settings.segments["charge_period_start"].min() == datetime(2024, 4, 1)  # the 12 months of the trends
+    assert settings.segments["charge_period_end"].max() == datetime(2025, 4, 1)
+    data = tomllib.loads(EXAMPLE_CONFIG.read_text())
+    data["rates"]["price_changes"] = [{"gpu_model": "H100", "gpu_hour": 2.8, "effective": datetime(2025, 3, 15, 12, 30)}]
+    changed = review_settings(parse_config(data), MONTH).segments.filter(pl.col("gpu_model") == "H100")
+    assert changed.select("charge_period_end", "list_unit_price").rows() == [
+        (datetime(2025, 3, 15, 12, 30), 2.5), (datetime(2025, 4, 1), 2.8)]
     assert settings.quotas == {"vision": 32.0, "nlp": 48.0, "search": 16.0} and settings.overcommit_ratio == 1.0
     assert (settings.low_efficiency_gpu_hours, settings.low_efficiency_utilization) == (50.0, 0.25)

@@ -16,6 +16,7 @@ from reports import write_department_pages, write_review
 from reports.data import previous_month
 from reports.paths import department_file_name
 from tests.support.browser import load_page
+from tests.unit.reports_frames import runs_and_model_hours
 from transforms.fct_job_flags import SCHEMA as FLAG_SCHEMA
 from transforms.mart_user_monthly import SCHEMA as USER_SCHEMA
 
@@ -47,6 +48,7 @@ def demo_month(seed: int = 5) -> dict[str, pl.DataFrame]:
         "n_samples": np.where(np.isnan(util), 0, 100),
     }).with_columns(
         pl.col("utilization").fill_nan(None),
+        (pl.col("gpu_hours") / pl.col("gpus") * 3600).cast(pl.Int64).alias("elapsed_seconds"),
     ).with_columns(
         (pl.col("gpu_hours") * pl.col("utilization")).fill_null(0.0).alias("active_gpu_hours"),
         (pl.col("gpu_hours") * (1 - pl.col("utilization"))).fill_null(0.0).alias("idle_gpu_hours"),
@@ -112,7 +114,7 @@ def demo_month(seed: int = 5) -> dict[str, pl.DataFrame]:
         ((pl.col("gpu_hours") >= 50) & (pl.col("active_gpu_hours") / pl.col("gpu_hours") <= 0.25)).alias("is_low_efficiency"),
     ).with_columns(pl.lit("research").alias("division"), pl.lit("EUR").alias("currency"), pl.lit(MONTH).alias("month"))  # fmt: skip
     return dict(clusters=pl.DataFrame(clusters), departments=pl.DataFrame(departments), jobs=jobs,
-                hourly=hourly, models=models, flags=flags, users=users.select(list(USER_SCHEMA)))  # fmt: skip
+                hourly=hourly, **runs_and_model_hours(models), flags=flags, users=users.select(list(USER_SCHEMA)))  # fmt: skip
 
 
 def test_review_and_department_pages_in_chromium(tmp_path: Path) -> None:

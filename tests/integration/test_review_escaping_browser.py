@@ -33,7 +33,7 @@ def _inputs():
                          "state": ["COMPLETED"], "start_time": [datetime(2026, 10, 1)], "gpus": [1.0],
                          "gpu_model": ["H100"], "gpu_hours": [10.0], "active_gpu_hours": [5.0], "utilization": [0.5],
                          "utilization_signal": ["sm_active"], "idle_gpu_hours": [5.0], "queue_seconds": [0.0],
-                         "n_samples": [10]})
+                         "n_samples": [10], "elapsed_seconds": [36_000]})
     flags = pl.DataFrame([{name: None for name in FLAG_SCHEMA} | {
         "cluster": "c1", "job_id": "1", "job_id_raw": "1", "job_name": EVIL, "user_name": 'a&b"c',
         "department": EVIL, "reason": "LOW_UTIL", "severity": "high", "detail": EVIL, "recommendation": EVIL,

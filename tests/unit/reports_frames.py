@@ -75,7 +75,7 @@ def job(job_id: str, **overrides) -> dict:
         state="COMPLETED", start_time=datetime(2025, 3, 2, 10, 0), end_time=datetime(2025, 3, 2, 20, 0),
         gpus=4.0, gpu_model="H100", gpu_hours=40.0, active_gpu_hours=20.0, utilization=0.5,
         utilization_signal="sm_active", idle_gpu_hours=20.0, zero_util_gpu_hours=1.0,
-        queue_seconds=0.0, energy_kwh=10.0, n_samples=100, month=MONTH,
+        queue_seconds=0.0, energy_kwh=10.0, n_samples=100, month=MONTH, elapsed_seconds=36_000,
     )  # fmt: skip
     return row | overrides
 
@@ -102,6 +102,19 @@ def models_frame() -> pl.DataFrame:
     ]
     names = ["month", "cluster", "gpu_model", "capacity_gpu_hours", "allocated_gpu_hours", "gpu_hours", "idle_gpu_hours"]
     return pl.DataFrame(rows, schema=names, orient="row")
+
+
+def runs_and_model_hours(models: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """What ``build_inputs`` sums into ``models``, from per-model month totals: one run and one
+    hour row (holding the month's capacity) per row, on the 2nd of the month at 00:00."""
+    day2 = (pl.col("month").cast(pl.Datetime("us")) + pl.duration(days=1)).alias("start_time")
+    runs = models.select("cluster", "month", "gpu_model", day2, pl.lit(3600).alias("elapsed_seconds"),
+                         "gpu_hours", "idle_gpu_hours")  # fmt: skip
+    model_hours = models.select(
+        "cluster", "month", "gpu_model", day2.alias("hour"), (pl.col("capacity_gpu_hours") * 3600).alias("capacity_seconds"),
+        (pl.col("allocated_gpu_hours") * 3600).alias("allocated_seconds"),
+    )  # fmt: skip
+    return {"runs": runs, "model_hours": model_hours}
 
 
 def hourly_frame() -> pl.DataFrame:
@@ -159,7 +172,7 @@ def users_frame() -> pl.DataFrame:
 def make_inputs(**overrides) -> ReviewInputs:
     frames = dict(
         clusters=clusters_frame(), departments=departments_frame(), jobs=jobs_frame(), hourly=hourly_frame(),
-        models=models_frame(), flags=flags_frame(), users=users_frame(), settings=SETTINGS,
+        **runs_and_model_hours(models_frame()), flags=flags_frame(), users=users_frame(), settings=SETTINGS,
     )  # fmt: skip
     return build_inputs(MONTH, "warehouse test.duckdb", **(frames | overrides))
 

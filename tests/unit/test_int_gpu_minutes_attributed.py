@@ -46,7 +46,8 @@ def minute(at: datetime, hpc_job: str | None = None, gpu: int = 0, host: str = "
     return row | fields
 
 
-def attribute(runs: list[dict], minutes: list[dict], step_seconds: int = 30, hosts=HOSTS, windows=(MARCH,)) -> pl.DataFrame:
+def attribute(runs: list[dict], minutes: list[dict], step_seconds: int = 30, hosts=HOSTS, windows=(MARCH,),
+              mig_weights=None) -> pl.DataFrame:
     """The SQL's rows for the month, run once per period window (the asset runs day windows)."""
     jobs = pl.DataFrame(runs, schema=JOBS_SCHEMA).with_columns(month=pl.lit(date(2024, 3, 1)))
     rows = pl.DataFrame(minutes, schema=MINUTELY_SCHEMA).with_columns(day=pl.col("minute").dt.date())
@@ -57,7 +58,8 @@ def attribute(runs: list[dict], minutes: list[dict], step_seconds: int = 30, hos
         frames = []
         for low, high in windows:
             text, params = int_gpu_minutes_attributed_sql(
-                "c1", MARCH[0], low, high, step_seconds, list(hosts), list(hosts.values()), 0.01, JOIN["join"]
+                "c1", MARCH[0], low, high, step_seconds, list(hosts), list(hosts.values()), 0.01, JOIN["join"],
+                mig_weights=mig_weights,
             )
             frames.append(conn.sql(text, params=params).pl().cast(SCHEMA))
         return pl.concat(frames)

@@ -141,7 +141,7 @@ def test_utilization_bins_weight_by_gpu_hours() -> None:
 def test_empty_inputs_render_a_page_that_says_so(empty) -> None:
     frames = dict(clusters=clusters_frame(), departments=departments_frame(), jobs=jobs_frame())
     cleared = {k: (v.clear() if isinstance(empty, str) else empty) for k, v in frames.items()}
-    page = render_review(make_inputs(**cleared, hourly=None, models=None, flags=None, users=None))
+    page = render_review(make_inputs(**cleared, hourly=None, runs=None, model_hours=None, flags=None, users=None))
     rest = outside_bundle(page)
     assert "No jobs were recorded for 2025-03 on any cluster." in rest
     assert "Plotly.newPlot" not in rest and rest.rstrip().endswith("</html>")

@@ -4,11 +4,12 @@ borrowing, thresholds (fire and not at the edge), empty and first months."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
 import polars as pl
 import pytest
 
-from reports.costs import base_model, cost_sum, price_of, unpriced_hours
+from reports.costs import base_model, price_key, undated_segments, unpriced_models, with_job_costs
 from reports.data import hours_in_month, previous_month
 from reports.sections.departments import low_efficiency_frame, quota_frame, quota_section
 from reports.sections.flags import flagged_runs, top_users_section, users_section
@@ -73,12 +74,15 @@ def test_month_helpers() -> None:
 
 def test_prices_use_the_base_model_for_mig_and_null_without_a_price() -> None:
     assert base_model("A100 3g.40gb") == "A100" and base_model("H100") == "H100"
-    assert price_of("A100 3g.40gb", {"A100": 1.5}) == 1.5
-    assert price_of("A100 3g.40gb", {"A100": 1.5, "A100 3g.40gb": 0.5}) == 0.5
-    assert price_of("B200", {"A100": 1.5}) is None and price_of(None, {"A100": 1.5}) is None
-    frame = pl.DataFrame({"gpu_model": ["A100 3g.40gb", "B200", "H100"], "h": [2.0, 5.0, 1.0]})
-    assert cost_sum(frame, {"A100": 1.5, "H100": 2.0}, "h") == pytest.approx(5.0)
-    assert unpriced_hours(frame, {"A100": 1.5, "H100": 2.0}, "h") == 5.0
+    assert price_key("A100 3g.40gb", {"A100"}) == "A100" and price_key("A100 3g.40gb", {"A100 3g.40gb"}) == "A100 3g.40gb"
+    assert price_key(None, {"A100"}) is None
+    segments = undated_segments({"A100": 1.5, "H100": 2.0})
+    frame = pl.DataFrame({"gpu_model": ["A100 3g.40gb", "B200", "H100"], "gpu_hours": [2.0, 5.0, 1.0],
+                          "idle_gpu_hours": [1.0, 1.0, 0.0], "start_time": [datetime(2025, 3, 2)] * 3,
+                          "elapsed_seconds": [60, 60, 60]})  # fmt: skip
+    priced = with_job_costs(frame, segments, MONTH)
+    assert priced["cost"].to_list() == [3.0, None, 2.0] and priced["idle_cost"].to_list() == [1.5, None, 0.0]
+    assert unpriced_models(frame["gpu_model"], segments) == ["B200"]
 
 
 def quota_inputs(**settings):
