@@ -16,7 +16,7 @@ from types import MappingProxyType
 import polars as pl
 
 from reports.costs import SEGMENT_SCHEMA, undated_segments, with_job_costs
-from reports.pricing import model_months, repriced_flags, repriced_users
+from reports.pricing import model_months
 
 F64, STR, I64 = pl.Float64, pl.String, pl.Int64
 TREND_MONTHS = 12
@@ -211,7 +211,7 @@ def build_inputs(
         jobs=priced_jobs,
         hourly=conform(hourly, HOURLY_SCHEMA, "hourly"),
         models=models,
-        flags=repriced_flags(conform(flags, FLAG_SCHEMA, "flags"), priced_jobs),
-        users=repriced_users(conform(users, USER_SCHEMA, "users"), priced_jobs),
+        flags=conform(flags, FLAG_SCHEMA, "flags"),
+        users=conform(users, USER_SCHEMA, "users"),
         settings=settings,
     )

@@ -4,8 +4,8 @@
 - models (per month, cluster, GPU model, for 12 months): hours from the job runs and the
   hourly capacity rows, ``workload_idle_cost`` from the runs, ``infra_idle_cost`` from each
   hour's capacity not held, at that hour's price;
-- flags and users: their ``idle_cost`` from the priced runs (the marts price at the base
-  price), so every cost on a page uses the same prices.
+(fct_job_flags and mart_user_monthly price their ``idle_cost`` the same way:
+``transforms.flag_rules.costs``.)
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import polars as pl
 from reports.costs import with_hour_cost, with_job_costs
 
 MODEL_KEY = ["month", "cluster", "gpu_model"]
-RUN_KEY = ["cluster", "job_id", "start_time"]
 
 
 def priced_sum(column: str) -> pl.Expr:
@@ -38,18 +37,3 @@ def model_months(runs: pl.DataFrame, model_hours: pl.DataFrame, segments: pl.Dat
         priced_sum("idle_cost").alias("workload_idle_cost"),
     )  # fmt: skip
     return capacity.join(jobs, on=MODEL_KEY, how="full", coalesce=True, nulls_equal=True).sort(MODEL_KEY)
-
-
-def repriced_flags(flags: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
-    """Flag rows with the idle cost of their run (null when the run or its price is missing)."""
-    costs = jobs.select(*RUN_KEY, "idle_cost").unique(RUN_KEY, keep="first")
-    joined = flags.drop("idle_cost").join(costs, on=RUN_KEY, how="left", nulls_equal=True, maintain_order="left")
-    return joined.select(flags.columns)
-
-
-def repriced_users(users: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
-    """User rows with the idle cost of their runs (null when none of them has a price)."""
-    key = ["cluster", "user_name", "department"]
-    costs = jobs.group_by(key).agg(priced_sum("idle_cost"))
-    joined = users.drop("idle_cost").join(costs, on=key, how="left", nulls_equal=True, maintain_order="left")
-    return joined.select(users.columns)

@@ -103,7 +103,7 @@ def fct_job_flags(
     profile: pl.DataFrame,
     inventory: pl.DataFrame,
     thresholds: Thresholds,
-    prices: Mapping[str, float],
+    prices: pl.DataFrame | Mapping[str, float],
     currency: str,
     period_end: datetime,
     month: date,
@@ -112,12 +112,14 @@ def fct_job_flags(
 
     ``usage``: fct_job_usage rows of ``month``; ``profile``: int_job_activity_profiled rows;
     ``inventory``: cluster, hostname, gpu, gpu_i_profile, memory_mib (config inventory frame);
-    ``prices``: GPU-hour rate per base GPU model (MIG runs priced at their base model).
+    ``prices``: list price segments per GPU model (``cardhours.config.rates.price_frame``; a run's
+    idle GPU-hours are priced over its held interval, split at price changes), or one price per
+    model for all time; MIG runs are priced at their base model.
     """
     jobs = prepare(usage, profile, inventory, period_end)
     flags = flag_rows(jobs, thresholds)
     joined = flags.join(jobs.drop("month"), on="_run", how="left").with_columns(month=pl.lit(month))
-    priced = with_idle_cost(joined, prices, currency)
+    priced = with_idle_cost(joined, prices, currency, month)
     ordered = priced.with_columns(
         _reason=pl.col("reason").replace_strict(REASON_RANK, return_dtype=pl.Int32),
     ).sort(["cluster", "job_id", "start_time", "job_id_raw", "_reason"], nulls_last=False)

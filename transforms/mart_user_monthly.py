@@ -68,7 +68,7 @@ def mart_user_monthly(
     usage: pl.DataFrame,
     flags: pl.DataFrame,
     thresholds: Thresholds,
-    prices: Mapping[str, float],
+    prices: pl.DataFrame | Mapping[str, float],
     currency: str,
     month: date,
 ) -> pl.DataFrame:
@@ -76,7 +76,7 @@ def mart_user_monthly(
 
     ``usage``: fct_job_usage rows of the month; ``flags``: fct_job_flags rows of the month.
     """
-    users = _per_user_usage(with_idle_cost(in_run_order(usage), prices, currency))
+    users = _per_user_usage(with_idle_cost(in_run_order(usage), prices, currency, month))
     measured = pl.col("_measured_gpu_hours")
     frame = (
         users.join(_per_user_flags(in_run_order(flags)), on=KEY, how="left", nulls_equal=True)

@@ -22,7 +22,8 @@ from transforms.fct_job_flags import SCHEMA as FLAGS_SCHEMA
 from transforms.fct_job_flags import fct_job_flags
 from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
 from transforms.flag_rules import REASONS, SEVERITIES, Thresholds
-from transforms.flag_rules.costs import base_models
+from cardhours.config.rates import price_frame
+from transforms.dated_cost import unpriced_models
 from transforms.int_job_activity_profiled import int_job_activity_profiled
 from transforms.mart_user_monthly import mart_user_monthly
 from warehouse import read_frame, replace_partition
@@ -45,15 +46,11 @@ def _thresholds(cardhours: CardhoursResource) -> Thresholds:
     return Thresholds.from_mapping(cardhours.config.flags.model_dump())
 
 
-def _prices(cardhours: CardhoursResource, models: list[str | None]) -> tuple[dict[str, float], list[str]]:
-    """GPU-hour rate per base model of ``models``, and the models without a rate."""
-    prices, unpriced = {}, []
-    for model in base_models(models):
-        try:
-            prices[model] = cardhours.config.rates.gpu_hour_rate(model)
-        except KeyError:
-            unpriced.append(model)
-    return prices, unpriced
+def _prices(cardhours: CardhoursResource, models: list[str | None], start, end) -> tuple[pl.DataFrame, list[str]]:
+    """The list price segments of every configured model over the month (``rates.price_changes``
+    applied, as in the chargeback), and the models of ``models`` without a price."""
+    segments = price_frame(cardhours.config.rates, start, end).with_columns(pl.col("list_unit_price").cast(pl.Float64))
+    return segments, unpriced_models(models, segments)
 
 
 def _usage(conn, month) -> pl.DataFrame:
@@ -101,7 +98,7 @@ def fct_job_flags_asset(context: AssetExecutionContext, cardhours: CardhoursReso
         profile = int_job_activity_profiled(
             attributed, usage, end, thresholds.input_bound_min_activity, thresholds.input_bound_max_activity
         )
-        prices, unpriced = _prices(cardhours, usage.get_column("gpu_model").to_list())
+        prices, unpriced = _prices(cardhours, usage.get_column("gpu_model").to_list(), start, end)
         flags = fct_job_flags(
             usage, profile, config.inventory_frame(), thresholds, prices, config.rates.currency, end, month
         )
@@ -143,13 +140,13 @@ def fct_job_flags_asset(context: AssetExecutionContext, cardhours: CardhoursReso
     "GPU-hours, zero-util over threshold and low efficiency.",
 )
 def mart_user_monthly_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, _ = naive_window(context.partition_time_window)
+    start, end = naive_window(context.partition_time_window)
     month = start.date()
     config = cardhours.config
     with cardhours.warehouse() as conn:
         usage = _usage(conn, month)
         flags = read_frame(conn, "SELECT * FROM marts.fct_job_flags WHERE month = ?", [month]).cast(FLAGS_SCHEMA)
-        prices, _ = _prices(cardhours, usage.get_column("gpu_model").to_list())
+        prices, _ = _prices(cardhours, usage.get_column("gpu_model").to_list(), start, end)
         users = mart_user_monthly(usage, flags, _thresholds(cardhours), prices, config.rates.currency, month)
         rows = replace_partition(conn, "marts.mart_user_monthly", users, {"month": month})
     return MaterializeResult(

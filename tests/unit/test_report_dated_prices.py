@@ -176,13 +176,12 @@ def test_settings_take_one_kind_of_prices() -> None:
         ReviewSettings(prices={"H100": 2.5}, price_segments=segments())
 
 
-def test_flags_and_users_take_the_idle_cost_of_their_priced_runs() -> None:
-    from reports.pricing import repriced_flags, repriced_users
+def test_the_review_marts_price_idle_hours_at_the_dated_prices_too() -> None:
+    """fct_job_flags and mart_user_monthly price idle_cost with the same segments."""
+    from transforms.flag_rules.costs import with_idle_cost
 
-    priced = with_job_costs(jobs(run("span", CHANGE - timedelta(hours=2), 4, gpus=2), run("b200", CHANGE, 1,
-                                 gpu_model="B200", account="x")), segments(), MONTH)  # fmt: skip
-    key = {"cluster": "c1", "start_time": CHANGE - timedelta(hours=2), "idle_cost": 99.0}
-    flags = pl.DataFrame([key | {"job_id": "span"}, key | {"job_id": "span"}, key | {"job_id": "gone"}])
-    assert repriced_flags(flags, priced)["idle_cost"].to_list() == [pytest.approx(12.0)] * 2 + [None]
-    users = pl.DataFrame({"cluster": "c1", "user_name": "u", "department": ["nlp", "other"], "idle_cost": 1.0})
-    assert repriced_users(users, priced)["idle_cost"].to_list() == [pytest.approx(12.0), None]  # B200 left out
+    runs = jobs(run("span", CHANGE - timedelta(hours=2), 4, gpus=2), run("b200", CHANGE, 1, gpu_model="B200", account="x"))
+    priced = with_idle_cost(runs, segments(), "EUR", MONTH)
+    assert priced["idle_cost"].to_list() == [pytest.approx(12.0), None]  # as the pages price them; B200 has no price
+    assert priced["idle_cost"].to_list()[:1] == with_job_costs(runs, segments(), MONTH)["idle_cost"].to_list()[:1]
+    assert priced["currency"].to_list() == ["EUR", "EUR"]

@@ -1,15 +1,21 @@
-"""The price of a job's idle GPU-hours: ``idle_gpu_hours`` x the GPU-hour rate of its model.
+"""The price of a job's idle GPU-hours: ``idle_gpu_hours`` x the list price of its model in
+effect over its held interval (``transforms.dated_cost``: split at price changes by seconds,
+as the chargeback cuts runs).
 
-MIG runs carry models like ``"A100 3g.40gb"``: they are priced at the base model's rate
+MIG runs carry models like ``"A100 3g.40gb"``: they are priced at the base model's price
 (their ``gpu_hours`` are already fractional). A run on hosts of several models (``"A100,H100"``)
-or of a model without a rate gets a null cost.
+or of a model without a price gets a null cost.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from datetime import date, datetime
 
 import polars as pl
+
+from transforms.dated_cost import undated_segments, with_dated_cost
+from transforms.price_segments import held_interval
 
 MIG_SUFFIX = r"\s+([1-7]g\.[0-9]+gb(?:\+me)?)$"  # group 1: the profile
 
@@ -19,21 +25,13 @@ def base_gpu_model(column: str = "gpu_model") -> pl.Expr:
     return pl.col(column).str.replace(MIG_SUFFIX, "")
 
 
-def base_models(models: Iterable[str | None]) -> list[str]:
-    """The distinct base models to price (for building ``prices``)."""
-    frame = pl.DataFrame({"gpu_model": list(models)}, schema={"gpu_model": pl.String()})
-    return sorted(frame.select(base_gpu_model()).drop_nulls().unique().to_series().to_list())
-
-
-def with_idle_cost(frame: pl.DataFrame, prices: Mapping[str, float], currency: str) -> pl.DataFrame:
-    """``frame`` plus ``idle_cost`` (null without a rate or idle hours) and ``currency``."""
-    rates = pl.DataFrame(
-        {"_base_model": list(prices), "_rate": [float(v) for v in prices.values()]},
-        schema={"_base_model": pl.String(), "_rate": pl.Float64()},
-    )
-    return (
-        frame.with_columns(_base_model=base_gpu_model())
-        .join(rates, on="_base_model", how="left", maintain_order="left")
-        .with_columns(idle_cost=pl.col("idle_gpu_hours") * pl.col("_rate"), currency=pl.lit(currency))
-        .drop("_base_model", "_rate")
-    )
+def with_idle_cost(frame: pl.DataFrame, prices: pl.DataFrame | Mapping[str, float], currency: str,
+                   month: date) -> pl.DataFrame:
+    """``frame`` (runs of ``month`` as fct_job_usage has them) plus ``idle_cost`` (null without
+    a price) and ``currency``. ``prices``: price segments (``dated_cost.SEGMENT_SCHEMA``, e.g.
+    ``cardhours.config.rates.price_frame``), or one price per model for all time."""
+    segments = prices if isinstance(prices, pl.DataFrame) else undated_segments(prices)
+    segments = segments.with_columns(pl.col("list_unit_price").cast(pl.Float64))
+    priced = with_dated_cost(held_interval(frame, datetime.combine(month, datetime.min.time())), segments,
+                             {"idle_cost": "idle_gpu_hours"})
+    return priced.with_columns(currency=pl.lit(currency))
