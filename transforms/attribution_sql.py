@@ -61,10 +61,13 @@ mig_instances AS (
     GROUP BY m.hostname, m.gpu, m.minute, m.gpu_i_id
 ),
 mig_gpus AS (
-    SELECT hostname, gpu, minute, sum(share) AS shares FROM mig_instances GROUP BY hostname, gpu, minute
+    SELECT hostname, gpu, minute,  -- fixed point, rounded: 3/7 + 2/7 + 1/7 + 1/7 is 1 in any order
+           round(CAST(sum(CAST(round(share * 1e12) AS HUGEINT)) AS DOUBLE) / 1e12, 9) AS shares
+    FROM mig_instances GROUP BY hostname, gpu, minute
 ),
 mig_devices AS (  -- the GPU's power x samples in the minute, from its rows without an instance
-    SELECT g.hostname, g.gpu, g.minute, any_value(g.shares) AS shares, sum(d.power_w_mean * d.n_samples) AS device_energy
+    SELECT g.hostname, g.gpu, g.minute, any_value(g.shares) AS shares,
+           CAST(sum(CAST(round(d.power_w_mean * d.n_samples * 1e9) AS HUGEINT)) AS DOUBLE) / 1e9 AS device_energy
     FROM mig_gpus g JOIN minutes_read d
       ON d.hostname = g.hostname AND d.gpu = g.gpu AND d.minute = g.minute AND d.gpu_i_id IS NULL
     WHERE d.power_w_mean IS NOT NULL

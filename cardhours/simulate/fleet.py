@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 
 from cardhours.simulate import shapes
+from cardhours.simulate.hardware import mig_fraction
 
 US = 1_000_000
 DAY_US = 86_400 * US
@@ -25,12 +26,20 @@ class Fleet:
     whole: np.ndarray  # bool: a whole GPU, not a MIG instance
     limit_w: np.ndarray
     memory_mib: np.ndarray
-    idle_w: np.ndarray  # this GPU's idle power (a per-GPU jitter around the trace's)
+    idle_w: np.ndarray  # this GPU's idle power (a per-GPU jitter around the trace's; same on its instances)
     key: np.ndarray  # uint64 hash of uuid and instance id, stable across runs
+    share: np.ndarray  # the instance's share of its GPU: 1 for a whole GPU, compute slices / 7 for MIG
+    gpu: np.ndarray  # index of the physical GPU (hostname, gpu), 0.. in row order: instances are adjacent
 
     def slice(self, lo: int, hi: int) -> Fleet:
+        gpu = self.gpu[lo:hi]
         return Fleet(frame=self.frame.slice(lo, hi - lo), whole=self.whole[lo:hi], limit_w=self.limit_w[lo:hi],
-                     memory_mib=self.memory_mib[lo:hi], idle_w=self.idle_w[lo:hi], key=self.key[lo:hi])
+                     memory_mib=self.memory_mib[lo:hi], idle_w=self.idle_w[lo:hi], key=self.key[lo:hi],
+                     share=self.share[lo:hi], gpu=gpu - gpu[0] if gpu.size else gpu)
+
+    def gpu_starts(self) -> np.ndarray:
+        """The first row of each physical GPU."""
+        return np.flatnonzero(np.diff(self.gpu, prepend=-1))
 
 
 @dataclass(frozen=True)
@@ -61,13 +70,22 @@ def make_fleet(inventory: pl.DataFrame, seed: int) -> Fleet:
     if frame.select("hostname", "gpu", "gpu_i_id").is_duplicated().any():
         raise ValueError("inventory lists an instance (hostname, gpu, gpu_i_id) twice")
     limit = np.array([shapes.power_limit_w(m) for m in frame["gpu_model"].to_list()])
-    names = [f"{u}/{g}" for u, g in zip(frame["uuid"].to_list(), frame["gpu_i_id"].to_list(), strict=True)]
-    digests = [hashlib.blake2b(n.encode(), digest_size=8).digest() for n in names]
-    key = np.array([int.from_bytes(d, "little") for d in digests], dtype=np.uint64)
-    jitter = 1.0 + 0.03 * (2.0 * shapes.hash_unit(key ^ shapes.as_u64(seed), 7) - 1.0)
+    gpu = frame.select(pl.struct("hostname", "gpu").rle_id()).to_series().to_numpy().astype(np.int64)
+    first = np.flatnonzero(np.diff(gpu, prepend=-1))
+    uuids = frame["uuid"].to_list()
+    key = _hash_names([f"{u}/{g}" for u, g in zip(uuids, frame["gpu_i_id"].to_list(), strict=True)])
+    gpu_key = _hash_names([f"{uuids[i]}/None" for i in first])[gpu]  # == key on a whole GPU
+    jitter = 1.0 + 0.03 * (2.0 * shapes.hash_unit(gpu_key ^ shapes.as_u64(seed), 7) - 1.0)
+    profiles = frame["gpu_i_profile"].to_list()
+    share = np.array([1.0 if p is None else mig_fraction(p) for p in profiles])
     return Fleet(frame=frame, whole=frame["gpu_i_id"].is_null().to_numpy(), limit_w=limit,
                  memory_mib=frame["memory_mib"].cast(pl.Float64).to_numpy(),
-                 idle_w=limit * shapes.IDLE_POWER_FRAC * jitter, key=key)
+                 idle_w=limit * shapes.IDLE_POWER_FRAC * jitter, key=key, share=share, gpu=gpu)
+
+
+def _hash_names(names: list[str]) -> np.ndarray:
+    digests = [hashlib.blake2b(n.encode(), digest_size=8).digest() for n in names]
+    return np.array([int.from_bytes(d, "little") for d in digests], dtype=np.uint64)
 
 
 def _join_instances(allocations: pl.DataFrame, fleet: Fleet) -> pl.DataFrame:

@@ -71,10 +71,21 @@ def sample_values(fleet: Fleet, runs: Runs, run_grid: np.ndarray, ds: int, step:
     out["fb_used_mib"] = used.astype(np.float64)
     out["fb_free_mib"] = fleet.memory_mib[:, None] - out["fb_used_mib"]
     power = table["power"][row] + table["power_sd"][row] * z_pow
-    out["power_w"] = _quantize(np.clip(power, 0.0, fleet.limit_w[:, None].astype(np.float32)), 1e3)
-    for name in ("gpu_util", "power_w"):  # dcgm-exporter has no per-instance device util/power
-        out[name][~fleet.whole] = np.nan
+    power = np.clip(power, 0.0, fleet.limit_w[:, None].astype(np.float32))
+    out["power_w"] = _quantize(power, 1e3)
+    mig = ~fleet.whole
+    if mig.any():  # dcgm-exporter repeats the whole GPU's power on its instances, has no instance GPU_UTIL
+        out["power_w"][mig] = _quantize(mig_gpu_power(fleet, power), 1e3)[mig]
+        out["gpu_util"][mig] = np.nan
     return out
+
+
+def mig_gpu_power(fleet: Fleet, power: np.ndarray) -> np.ndarray:
+    """Per (row, step): its GPU's power, idle + the instances' (power - idle) x share, clipped to the limit."""
+    starts = fleet.gpu_starts()
+    above_idle = fleet.share[:, None] * (power.astype(np.float64) - fleet.idle_w[:, None])
+    gpu_w = fleet.idle_w[starts, None] + np.add.reduceat(above_idle, starts, axis=0)
+    return np.clip(gpu_w, 0.0, fleet.limit_w[starts, None])[fleet.gpu]
 
 
 def _gpu_util(table: dict[str, np.ndarray], row: np.ndarray, run_grid: np.ndarray, runs: Runs, ds: int,

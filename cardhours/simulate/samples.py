@@ -12,6 +12,7 @@ energy counter at the start of a day integrates the expected power of all earlie
 
 from __future__ import annotations
 
+import itertools
 from datetime import date
 
 import numpy as np
@@ -31,12 +32,12 @@ from cardhours.simulate.gauges import RATIO_FIELDS, sample_values
 
 __all__ = [  # re-exported: callers import the sample generator's parts from here
     "CHUNK_INSTANCES", "COUNTER_EPOCH", "COUNTER_EPOCH_US", "DAY_US", "DEVICE_ONLY", "RATIO_FIELDS",
-    "REBOOT_PERIOD_US", "US", "Fleet", "Runs", "assign_runs", "day_start_us", "energy_counter_mj",
+    "REBOOT_PERIOD_US", "US", "Fleet", "Runs", "assign_runs", "chunks", "day_start_us", "energy_counter_mj",
     "expected_energy_mj", "generate_day", "make_fleet", "make_runs", "reboots", "sample_values", "steps_from",
 ]
 
-DEVICE_ONLY = ("gpu_util", "power_w", "energy_mj")  # null on MIG rows
-CHUNK_INSTANCES = 64
+DEVICE_ONLY = ("gpu_util",)  # null on MIG rows; power and energy repeat the GPU's on each instance
+CHUNK_INSTANCES = 64  # at least; a chunk ends at a GPU's last instance
 
 
 def day_start_us(day: date) -> int:
@@ -53,8 +54,9 @@ def generate_day(
 ) -> pl.DataFrame:
     """All samples of [day, day+1) in RAW_SAMPLE_SCHEMA, sorted by (hostname, gpu, gpu_i_id, ts).
 
-    Works through CHUNK_INSTANCES instances at a time: small arrays stay in cache and are
-    reused by the allocator instead of page-faulting fresh 50 MB arrays."""
+    Works through CHUNK_INSTANCES instances at a time (whole GPUs: a MIG GPU's power adds up
+    its instances): small arrays stay in cache and are reused by the allocator instead of
+    page-faulting fresh 50 MB arrays."""
     if step_seconds <= 0 or 86_400 % step_seconds:
         raise ValueError(f"step_seconds must divide 86400, got {step_seconds}")
     if day_start_us(day) < COUNTER_EPOCH_US:
@@ -65,8 +67,7 @@ def generate_day(
     boot_times, boot_insts = reboots(fleet, seed, ds + DAY_US)
     rng = np.random.default_rng(np.random.SeedSequence([seed & (2**63 - 1), day.toordinal()]))
     parts = []
-    for lo in range(0, fleet.frame.height, CHUNK_INSTANCES):
-        hi = min(lo + CHUNK_INSTANCES, fleet.frame.height)
+    for lo, hi in chunks(fleet, CHUNK_INSTANCES):
         mine = (boot_insts >= lo) & (boot_insts < hi)
         part_fleet, part_runs = fleet.slice(lo, hi), runs.on_instances(lo, hi)
         run_grid = assign_runs(part_runs, hi - lo, ds, step, 86_400 // step_seconds)
@@ -75,6 +76,16 @@ def generate_day(
                                                 (boot_times[mine], boot_insts[mine] - lo), seed)
         parts.append(_assemble(part_fleet, part_runs, run_grid, values, day, ds, step, cluster))
     return pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=RAW_SAMPLE_SCHEMA)
+
+
+def chunks(fleet: Fleet, size: int) -> list[tuple[int, int]]:
+    """(lo, hi) row ranges of about `size` rows that never split a GPU's instances."""
+    starts = [*fleet.gpu_starts().tolist(), fleet.frame.height]
+    bounds = [0]
+    for start in starts[1:]:
+        if start >= bounds[-1] + size or start == fleet.frame.height:
+            bounds.append(start)
+    return list(itertools.pairwise(bounds)) if fleet.frame.height else []
 
 
 def _assemble(fleet: Fleet, runs: Runs, run_grid: np.ndarray, values: dict[str, np.ndarray],

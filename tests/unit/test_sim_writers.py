@@ -26,10 +26,10 @@ MIG = {"hostname": "mig01", "gpu": 1, "uuid": "GPU-b", "model_name": "NVIDIA A10
 
 
 def sample(instance: dict, ts: datetime, job: str | None, value: float) -> dict[str, object]:
-    """One RAW_SAMPLE_SCHEMA row; MIG rows get no device-level values."""
+    """One RAW_SAMPLE_SCHEMA row; MIG rows get no GPU_UTIL (power and energy repeat the GPU's)."""
     mig = instance["gpu_i_id"] is not None
     values = {column: value for column in DCGM_FIELDS.values()}
-    values |= {column: None for column in ("gpu_util", "power_w", "energy_mj")} if mig else {}
+    values |= {"gpu_util": None} if mig else {}
     return {"cluster": "t", "day": ts.date(), "ts": ts, **instance, "hpc_job": job, **values}
 
 
@@ -132,6 +132,8 @@ def test_om_round_trips_every_non_null_sample(tmp_path: Path) -> None:
     text = write_om(tmp_path / "metrics.om", day1, day2)
     assert sorted(parse(text)) == sorted(expected(day1 + day2))
     assert "GPU_UTIL{" in text and not re.search(r'DCGM_FI_DEV_GPU_UTIL\{[^}]*GPU_I_ID', text)  # MIG: no util
+    for device_field in ("POWER_USAGE", "TOTAL_ENERGY_CONSUMPTION"):  # MIG: the GPU's power and energy
+        assert re.search(rf'DCGM_FI_DEV_{device_field}\{{[^}}]*GPU_I_ID="2"', text)
 
 
 def test_om_escapes_label_values(tmp_path: Path) -> None:
