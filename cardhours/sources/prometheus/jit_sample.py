@@ -36,12 +36,12 @@ _LOW32 = np.uint64(0xFFFFFFFF)
 @njit(cache=True, nogil=True, inline="always")
 def load8(words, pos):  # pragma: no cover - compiled
     """The 8 bytes at ``pos`` as a little-endian uint64, from two aligned words."""
-    q = pos >> 3
+    q = uint64(pos >> 3)  # unsigned: no negative-index wraparound code
     r = pos & 7
     if r == 0:
         return words[q]
     shift = uint64(r * 8)
-    return (words[q] >> shift) | (words[q + 1] << (_U64 - shift))
+    return (words[q] >> shift) | (words[q + uint64(1)] << (_U64 - shift))
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -20,6 +20,7 @@ import sys
 
 import numpy as np
 from numba import njit
+from numba import uint64 as u  # unsigned indices: no negative-index wraparound code (see decode_lists)
 
 from cardhours.sources.prometheus.jit_sample import _MS_SCALE, _POW10, careful, eight_digits, load8
 
@@ -57,7 +58,11 @@ def decode_lists(body, words, starts, ends, shift_ms, lo_us, hi_us, dest, expect
     kept (else COUNT_MISMATCH). Each list is followed by its closing ``]``
     (``body[ends[i]]``), else BAD_LAYOUT. A value left to Python gets NaN and a row ``(sample
     position, text start, text end)`` in ``slow``. Returns ``(status, samples, slow rows,
-    byte position of an error)``."""
+    byte position of an error)``.
+
+    Arrays are indexed with unsigned integers (``u(pos)``): numba then leaves out the code
+    that maps a negative index to the end of the array, which cost 31 % of this loop
+    (0.233 -> 0.161 s over a day of 256 GPUs); no index here is ever negative."""
     pow10 = _POW10
     scale = _MS_SCALE
     n_words = words.shape[0]
@@ -71,10 +76,10 @@ def decode_lists(body, words, starts, ends, shift_ms, lo_us, hi_us, dest, expect
         first = at
         stop = at + expected[s] if placed else ts_us.shape[0]
         prev = LOWEST
-        if end >= body.shape[0] or body[end] != 93:  # every list ends with its ']': no loop reads past it
+        if end >= body.shape[0] or body[u(end)] != 93:  # every list ends with its ']': no loop reads past it
             return BAD_LAYOUT, n, n_slow, end
         while pos < end:
-            if body[pos] != 91:  # [
+            if body[u(pos)] != 91:  # [
                 return BAD_LAYOUT, n, n_slow, pos
             pos += 1
             ms = 0
@@ -85,58 +90,58 @@ def decode_lists(body, words, starts, ends, shift_ms, lo_us, hi_us, dest, expect
                     ms = first8
                     digits = 8
                     pos += 8
-            c = body[pos]
+            c = body[u(pos)]
             while 48 <= c <= 57:  # stops at the list's closing ']' at the latest
                 ms = ms * 10 + (c - 48)
                 digits += 1
                 pos += 1
-                c = body[pos]
+                c = body[u(pos)]
             if digits == 0 or digits > 12:
                 return BAD_LAYOUT, n, n_slow, pos
             decimals = 0
             if c == 46:  # .
                 pos += 1
-                c = body[pos]
+                c = body[u(pos)]
                 while 48 <= c <= 57:
                     ms = ms * 10 + (c - 48)
                     decimals += 1
                     pos += 1
-                    c = body[pos]
+                    c = body[u(pos)]
                 if decimals == 0 or decimals > 3:
                     return BAD_LAYOUT, n, n_slow, pos
-            if pos + 2 >= end or c != 44 or body[pos + 1] != 34:  # ,"
+            if pos + 2 >= end or c != 44 or body[u(pos + 1)] != 34:  # ,"
                 return BAD_LAYOUT, n, n_slow, pos
-            ts = (ms * scale[decimals] - shift_ms) * 1000
+            ts = (ms * scale[u(decimals)] - shift_ms) * 1000
             pos += 2
             text = pos
-            c = body[pos]
+            c = body[u(pos)]
             negative = c == 45  # -
             if negative:
                 pos += 1
-                c = body[pos]
+                c = body[u(pos)]
             mantissa = 0
             digits = 0
             while 48 <= c <= 57:
                 mantissa = mantissa * 10 + (c - 48)
                 digits += 1
                 pos += 1
-                c = body[pos]
+                c = body[u(pos)]
             decimals = 0
             if c == 46:
                 pos += 1
-                c = body[pos]
+                c = body[u(pos)]
                 while 48 <= c <= 57:
                     mantissa = mantissa * 10 + (c - 48)
                     decimals += 1
                     pos += 1
-                    c = body[pos]
+                    c = body[u(pos)]
             read = c == 34 and pos < end and digits > 0 and digits + decimals <= 15
             if read:
-                value = mantissa / pow10[decimals]
+                value = mantissa / pow10[u(decimals)]
                 if negative:
                     value = -value
             else:
-                while pos < end and body[pos] != 34:  # the text's closing quote
+                while pos < end and body[u(pos)] != 34:  # the text's closing quote
                     pos += 1
                 if pos >= end:
                     return BAD_LAYOUT, n, n_slow, pos
@@ -148,11 +153,11 @@ def decode_lists(body, words, starts, ends, shift_ms, lo_us, hi_us, dest, expect
             if lo_us <= ts < hi_us:
                 if at >= stop:
                     return COUNT_MISMATCH, n, n_slow, text
-                ts_us[at] = ts
+                ts_us[u(at)] = ts
                 if placed:
-                    series[at] = rank[s]
+                    series[u(at)] = rank[s]
                 if read:
-                    values[at] = value
+                    values[u(at)] = value
                 else:
                     if n_slow >= slow.shape[0]:
                         return TOO_MANY_SLOW, n, n_slow, pos
@@ -160,15 +165,15 @@ def decode_lists(body, words, starts, ends, shift_ms, lo_us, hi_us, dest, expect
                     slow[n_slow, 1] = text
                     slow[n_slow, 2] = pos
                     n_slow += 1
-                    values[at] = np.nan
+                    values[u(at)] = np.nan
                 at += 1
                 n += 1
             pos += 1  # past the closing quote
-            if pos >= end or body[pos] != 93:  # ]
+            if pos >= end or body[u(pos)] != 93:  # ]
                 return BAD_LAYOUT, n, n_slow, pos
             pos += 1
             if pos < end:
-                if body[pos] != 44 or pos + 1 >= end:  # , before the next sample
+                if body[u(pos)] != 44 or pos + 1 >= end:  # , before the next sample
                     return BAD_LAYOUT, n, n_slow, pos
                 pos += 1
         counts[s] = at - first
