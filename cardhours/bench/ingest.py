@@ -120,7 +120,8 @@ def prometheus_config(url: str, step: int, sim_dir: Path) -> dict:
 
 def _timed_rounds(config: dict, start: datetime, end: datetime, rounds: int, report: Progress) -> dict[str, dict]:
     """ours and raw alternately ``rounds`` times (the fastest of each kept, with the highest
-    peak RSS of its rounds), then the client path once."""
+    peak RSS of its rounds, and each round's ours / raw as ``ours["round_ratios"]``), then the
+    client path once."""
     runs: dict[str, list[dict]] = {"ours": [], "raw": []}
     for i in range(rounds):
         for name in runs:
@@ -128,6 +129,7 @@ def _timed_rounds(config: dict, start: datetime, end: datetime, rounds: int, rep
             runs[name].append(measure(name, config, start, end))
     timings = {name: {**min(results, key=lambda t: t["seconds"]), "rss_mib": max(t["rss_mib"] for t in results)}
                for name, results in runs.items()}
+    timings["ours"]["round_ratios"] = [o["seconds"] / r["seconds"] for o, r in zip(runs["ours"], runs["raw"])]
     report("client (once)", rounds, rounds + 1)
     timings["client"] = measure("client", config, start, end)
     return timings

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -48,6 +49,11 @@ def print_report(result: BenchResult, out: Console) -> None:
     ours, client = result.timings["ours"]["seconds"], result.timings["client"]["seconds"]
     out.print(f"ours / raw fetch = {ours / raw:.2f} (target <= 1.25); client DF / ours = "
               f"{client / ours:.1f} (target >= 4)", highlight=False)
+    paired = sorted(result.timings["ours"].get("round_ratios", []))
+    if paired:
+        out.print(f"each round's ours / the raw fetch right after it: median {statistics.median(paired):.2f}, "
+                  f"{paired[0]:.2f}-{paired[-1]:.2f} over {len(paired)} rounds (less sensitive to one fast "
+                  "raw round than the ratio of the fastest rounds above)", highlight=False)
     out.print(f"CPU model: {cpu_model(result.timings):.2f} = 1 + (ours cpu - raw cpu) / (srv + raw cpu) of the raw "
               "fetch: what the reader's extra CPU alone costs while the server keeps the same CPUs busy "
               "(docs/prometheus.md \"Speed\")", highlight=False)

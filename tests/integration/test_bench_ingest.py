@@ -39,6 +39,7 @@ def test_bench_ingest_small(tmp_path: Path) -> None:
     assert str(workdir) in done.stderr + done.stdout  # where the work directory is
     assert "ours" in done.stdout and "client" in done.stdout and "raw" in done.stdout  # the table
     assert "CPU model: " in done.stdout
+    assert "each round's ours / the raw fetch right after it: median " in done.stdout
     # ours and raw keep the same number of requests in flight: the server runs on this machine,
     # so as many as the reader's CPUs, at most 4 (max_parallel_requests is unset)
     flight = {row.split("│")[1].strip(): row.split("│")[6].strip() for row in done.stdout.splitlines()
