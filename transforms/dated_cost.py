@@ -21,9 +21,9 @@ from datetime import date, datetime
 
 import polars as pl
 
-from transforms.price_segments import held_interval, over_segments
+from transforms.price_segments import MIG_SUFFIX, held_interval, over_segments
 
-_MIG_SUFFIX = re.compile(r"\s+\d+g\.\d+gb(\+\w+)?$")
+_MIG_SUFFIX = re.compile(MIG_SUFFIX)
 EARLIEST, LATEST = datetime(1, 1, 1), datetime(9999, 1, 1)
 SEGMENT_SCHEMA = {
     "gpu_model": pl.String, "charge_period_start": pl.Datetime("us"), "charge_period_end": pl.Datetime("us"),

@@ -15,7 +15,8 @@ import polars as pl
 
 from transforms.flag_rules import REASON_RANK, RULE_SCHEMA, Thresholds
 from transforms.flag_rules.activity import busy_engine_idle_sms, input_bound, low_util, memory_held_idle, zero_util
-from transforms.flag_rules.costs import MIG_SUFFIX, with_idle_cost
+from transforms.flag_rules.costs import with_idle_cost
+from transforms.price_segments import MIG_SUFFIX
 from transforms.flag_rules.schedule import debug_over_limit, idle_tail
 from transforms.flag_rules.sizing import multinode_fragmented, oversized, oversized_mig
 

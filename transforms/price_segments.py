@@ -14,13 +14,13 @@ from datetime import datetime
 import polars as pl
 
 
-MIG_PROFILE_SUFFIX = r"\s+[1-7]g\.[0-9]+gb(?:\+me)?$"  # " 3g.40gb", " 1g.10gb+me" at the end of a label
+MIG_SUFFIX = r"\s+([1-7]g\.[0-9]+gb(?:\+me)?)$"  # " 3g.40gb", " 1g.10gb+me" ending a label; group 1: the profile
 
 
 def base_model(gpu_model: pl.Expr) -> pl.Expr:
     """The chargeback's price key of a GPU model label, the label less a trailing MIG profile:
     ``"A100 3g.40gb"`` -> ``"A100"``; a model named with spaces (``"RTX 6000 Ada"``) stays whole."""
-    return gpu_model.str.replace(MIG_PROFILE_SUFFIX, "")
+    return gpu_model.str.replace(MIG_SUFFIX, "")
 
 
 def _lit(value: datetime | pl.Expr) -> pl.Expr:

@@ -17,14 +17,6 @@ import polars as pl
 from transforms.dated_cost import undated_segments, with_dated_cost
 from transforms.price_segments import held_interval
 
-MIG_SUFFIX = r"\s+([1-7]g\.[0-9]+gb(?:\+me)?)$"  # group 1: the profile
-
-
-def base_gpu_model(column: str = "gpu_model") -> pl.Expr:
-    """The model without a trailing MIG profile ("A100 3g.40gb" -> "A100")."""
-    return pl.col(column).str.replace(MIG_SUFFIX, "")
-
-
 def with_idle_cost(frame: pl.DataFrame, prices: pl.DataFrame | Mapping[str, float], currency: str,
                    month: date) -> pl.DataFrame:
     """``frame`` (runs of ``month`` as fct_job_usage has them) plus ``idle_cost`` (null without
