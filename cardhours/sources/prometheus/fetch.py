@@ -1,8 +1,10 @@
 """Run planned requests in parallel, split refused ones, assemble the answers into LongSamples.
 
-Each worker thread fetches one request and scans it right away (:func:`fetch_scanned`:
-where each series' samples are and how many are in the window, ``place.scan``), or
-decodes it the reference way when its layout is not the compact one. A request the server
+Each worker thread fetches one request's body and goes on to the next request; the
+decoding thread scans the body (:func:`scan_answer`: where each series' samples are and
+how many are in the window, ``place.scan``), or decodes it the reference way when its
+layout is not the compact one. (Scanned on the worker thread, each request's connection
+waited for its scan, 1-3 ms per answer, before asking for the next one.) A request the server
 refuses for its size is split (``plan.split_refused``: fewer hosts, then half the time) and
 the parts are queued; any other failure cancels what is queued and raises. As soon as a
 metric's last request is answered its answers are decoded straight into the metric's
@@ -80,9 +82,9 @@ def fetch_one(client: PrometheusClient, request: Request, selector: str, index: 
         raise undecodable(exc) from exc
 
 
-def fetch_scanned(client: PrometheusClient, request: Request, selector: str, assembly: Assembly) -> Scanned | Chunk:
-    """One request, scanned for placed decoding (``place.scan``), else decoded the reference way."""
-    body, undecodable = fetch_body(client, request, selector, assembly.scratch)
+def scan_answer(body: Body, undecodable: Callable[[DecodeError], Exception], request: Request,
+                assembly: Assembly) -> Scanned | Chunk:
+    """One answer scanned for placed decoding (``place.scan``), else decoded the reference way."""
     try:
         scanned = scan(body, request, assembly.index)
         if scanned is not None:
@@ -92,9 +94,6 @@ def fetch_scanned(client: PrometheusClient, request: Request, selector: str, ass
         raise undecodable(exc) from exc
     assembly.scratch.give(body)
     return chunk
-
-
-Partition = tuple[str, int, int]  # metric, start ms, end ms (one UTC day at most)
 
 
 def fetch_all(client: PrometheusClient, partitions: list[Partition], *, probe: Callable[[str, int, int], Census],
@@ -112,11 +111,12 @@ def fetch_all(client: PrometheusClient, partitions: list[Partition], *, probe: C
     pools = Pools(max_parallel)
     submit, pool = pools.submit, pools.fetch
     probes: dict[Future[Census], int] = {submit(pool, probe, *part): i for i, part in enumerate(partitions)}
-    fetches: dict[Future[Scanned | Chunk], Request] = {}
+    fetches: dict[Future[tuple[Body, Callable]], Request] = {}
+    scans: dict[Future[Scanned | Chunk], Request] = {}
     decoding: dict[Future[bool], str] = {}
     by_day: dict[tuple[str, int], Census] = {}
     try:
-        while probes or fetches or decoding:
+        while probes or fetches or scans or decoding:
             future = pools.finished.get()
             if future in decoding:
                 assembly.job_done(decoding.pop(future), future.result())
@@ -128,17 +128,25 @@ def fetch_all(client: PrometheusClient, partitions: list[Partition], *, probe: C
                 by_day[(census.metric, partitions[i][1] // DAY_MS)] = census
                 work = plan(census, partitions[i][1], partitions[i][2])
                 stats.planned += len(work)
-            else:
+            elif future in fetches:  # the body is in: scanned on the decoding thread, the next request goes out
                 request = fetches.pop(future)
                 metric = request.metric
-                work = _settle(future, request, by_day, min_span_ms, assembly, stats)
-            fetches.update({submit(pool, fetch_scanned, client, r, selector, assembly): r for r in work})
+                work = _refused(future, request, by_day, min_span_ms, stats)
+                if work is None:
+                    scans[submit(pools.decode, scan_answer, *future.result(), request, assembly)] = request
+                    continue
+            else:
+                request = scans.pop(future)
+                metric = request.metric
+                _keep(future.result(), request, assembly, stats)
+                work = []
+            fetches.update({submit(pool, fetch_body, client, r, selector, assembly.scratch): r for r in work})
             remaining[metric] += len(work) - 1
             if not remaining[metric]:
-                executor = pools.decode if fetches or probes else pools.last
+                executor = pools.decode if fetches or probes or scans else pools.last
                 decoding.update({submit(executor, job): metric for job in assembly.close(metric)})
     finally:
-        pools.shutdown(busy=bool(probes or fetches or decoding))
+        pools.shutdown(busy=bool(probes or fetches or scans or decoding))
     long = assembly.result()
     stats.placed_fallbacks = assembly.fallbacks
     stats.seconds = time.perf_counter() - started
@@ -151,25 +159,28 @@ def _named(request: Request, selector: str) -> tuple[str, str, str]:
     return path, params["query"], describe(request)
 
 
-def _settle(future: Future[Scanned | Chunk], request: Request, censuses: Mapping[tuple[str, int], Census],
-            min_span_ms: int, assembly: Assembly, stats: FetchStats) -> list[Request]:
-    """Keep an answered request's chunk; for a refused one return its parts; raise anything else."""
+def _refused(future: Future[tuple[Body, Callable]], request: Request, censuses: Mapping[tuple[str, int], Census],
+             min_span_ms: int, stats: FetchStats) -> list[Request] | None:
+    """The parts of a request the server refused for its size; None when it was answered.
+    Any other failure is raised."""
+    exc = future.exception()
+    if exc is None:
+        return None
+    if not isinstance(exc, PrometheusQueryError) or not exc.too_many_samples:
+        raise exc
+    stats.refused += 1
     try:
-        chunk = future.result()
-    except PrometheusQueryError as exc:
-        if not exc.too_many_samples:
-            raise
-        stats.refused += 1
-        try:
-            return split_refused(request, censuses[(request.metric, request.start_ms // DAY_MS)], min_span_ms)
-        except PlanError as err:
-            exc.add_note(f"cardhours cannot make this request smaller: {err}")
-            raise exc from err
-    assembly.add(chunk)
+        return split_refused(request, censuses[(request.metric, request.start_ms // DAY_MS)], min_span_ms)
+    except PlanError as err:
+        exc.add_note(f"cardhours cannot make this request smaller: {err}")
+        raise exc from err
+
+
+def _keep(answer: Scanned | Chunk, request: Request, assembly: Assembly, stats: FetchStats) -> None:
+    """An answered request's scanned answer (or chunk) into the assembly, counted."""
+    assembly.add(answer)
     stats.answered += 1
-    stats.n_bytes += len(chunk.body) if isinstance(chunk, Scanned) else chunk.n_bytes
+    stats.n_bytes += len(answer.body) if isinstance(answer, Scanned) else answer.n_bytes
     stats.max_splits = max(stats.max_splits, request.splits)
     if request.shard is not None:
         stats.shards.add((request.shard.label, request.shard.hosts))
-    return []
-
