@@ -185,6 +185,9 @@ def bench_ingest(
     workdir: Annotated[Path | None, typer.Option(help="Work directory (default: a new temporary one).")] = None,
     keep: Annotated[bool, typer.Option(help="Keep the work directory afterwards.")] = False,
     rounds: Annotated[int, typer.Option(min=1, help="Timed rounds of ours and raw (the fastest counts).")] = 3,
+    server_cpus: Annotated[int | None, typer.Option(
+        min=1, help="Run the server on this many CPUs of its own and the timed readers on the others "
+                    "(Linux; default: all share every CPU).")] = None,
 ) -> None:
     """Back-fill a real Prometheus with simulated dcgm-exporter series, then time cardhours'
     ingest against a raw HTTP fetch of the same requests and prometheus-api-client's
@@ -199,7 +202,7 @@ def bench_ingest(
 
         try:
             result = run_ingest_bench(gpus=gpus, hours=hours, step_seconds=step, workdir=workdir, keep=keep,
-                                      rounds=rounds, progress=report,
+                                      rounds=rounds, progress=report, server_cpus=server_cpus,
                                       say=lambda text: console.print(text, highlight=False))
         except BenchError as exc:
             console.print(f"[red]bench failed[/red]: {exc}", highlight=False)

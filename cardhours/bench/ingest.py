@@ -28,6 +28,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
+from cardhours.bench.cpus import CpuSplitError, running_on, split_cpus
 from cardhours.bench.ingest_report import cpu_model, print_report  # noqa: F401  (the CLI imports them from here)
 from cardhours.bench.ingest_timers import measure
 from cardhours.bench.prometheus_server import PrometheusHarnessError, PrometheusServer, backfill
@@ -53,6 +54,8 @@ class BenchResult:
     kept: bool
     expected_samples: int
     timings: dict[str, dict]  # ours, raw, client -> ingest_timers result
+    server_cpus: frozenset[int] | None = None  # --server-cpus: the server's CPUs, and the readers'
+    reader_cpus: frozenset[int] | None = None
 
     def summary(self) -> dict:
         return {"ours_s": round(self.timings["ours"]["seconds"], 3),
@@ -137,8 +140,14 @@ def _timed_rounds(config: dict, start: datetime, end: datetime, rounds: int, rep
 
 def run_ingest_bench(gpus: int, hours: int, step_seconds: int = 15, workdir: Path | None = None,
                      keep: bool = False, rounds: int = 3, progress: Progress | None = None,
-                     say: Callable[[str], None] = print) -> BenchResult:
+                     say: Callable[[str], None] = print, server_cpus: int | None = None) -> BenchResult:
+    """The bench (module docstring); with ``server_cpus``, the server runs on that many CPUs
+    of its own and the timed readers on the others (``cpus``)."""
     report = progress or (lambda stage, done, total: None)
+    try:
+        pinned = split_cpus(server_cpus) if server_cpus is not None else (None, None)
+    except CpuSplitError as exc:
+        raise BenchError(str(exc)) from exc
     root = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="cardhours-bench-"))
     root.mkdir(parents=True, exist_ok=True)
     kept = keep or workdir is not None
@@ -147,7 +156,7 @@ def run_ingest_bench(gpus: int, hours: int, step_seconds: int = 15, workdir: Pat
     end = start + timedelta(hours=hours)
     try:
         data_dir, expected = _prepare(gpus, hours, step_seconds, root, report)
-        with PrometheusServer(data_dir, root / "server") as server:
+        with PrometheusServer(data_dir, root / "server", cpus=pinned[0]) as server, running_on(pinned[1]):
             config = prometheus_config(server.url, step_seconds, root / "sim")
             report("warm-up fetch (untimed)", 0, 0)
             measure("raw", config, start, end)
@@ -159,5 +168,5 @@ def run_ingest_bench(gpus: int, hours: int, step_seconds: int = 15, workdir: Pat
             shutil.rmtree(root, ignore_errors=True)
     if timings["ours"]["samples"] != expected:
         raise BenchError(f"cardhours read {timings['ours']['samples']:,} samples, {expected:,} were back-filled")
-    return BenchResult(gpus, hours, step_seconds, rounds, root, kept, expected, timings)
+    return BenchResult(gpus, hours, step_seconds, rounds, root, kept, expected, timings, *pinned)
 

@@ -22,6 +22,10 @@ def cpu_model(timings: dict[str, dict]) -> float:
     return 1.0 + (ours["cpu_s"] - raw["cpu_s"]) / busy if busy > 0 else float("nan")
 
 
+def _cpus(cpus: frozenset[int] | None) -> str:
+    return ", ".join(map(str, sorted(cpus or ())))
+
+
 def print_report(result: BenchResult, out: Console) -> None:
     """The table, then the JSON summary as the last line."""
     labels = {"ours": "ours", "raw": "raw", "client": "client"}
@@ -46,6 +50,13 @@ def print_report(result: BenchResult, out: Console) -> None:
               "CPUs when the server runs on it). MiB: response bytes. cpu: CPU seconds of the reading process; srv: CPU seconds of "
               f"everything else on the machine (the Prometheus server), {os.cpu_count()} CPUs. RSS: peak MiB of the "
               "reading process (base: after imports and warm-up).", highlight=False)
+    if result.server_cpus is not None:
+        out.print(f"server pinned to CPU(s) {_cpus(result.server_cpus)}, the timed readers to CPU(s) "
+                  f"{_cpus(result.reader_cpus)} (--server-cpus: a server on CPUs of its own, as on a "
+                  "separate machine)", highlight=False)
+    else:
+        out.print("server and readers share every CPU (--server-cpus N gives the server CPUs of its own)",
+                  highlight=False)
     ours, client = result.timings["ours"]["seconds"], result.timings["client"]["seconds"]
     out.print(f"ours / raw fetch = {ours / raw:.2f} (target <= 1.25); client DF / ours = "
               f"{client / ours:.1f} (target >= 4)", highlight=False)
@@ -54,8 +65,9 @@ def print_report(result: BenchResult, out: Console) -> None:
         out.print(f"each round's ours / the raw fetch right after it: median {statistics.median(paired):.2f}, "
                   f"{paired[0]:.2f}-{paired[-1]:.2f} over {len(paired)} rounds (less sensitive to one fast "
                   "raw round than the ratio of the fastest rounds above)", highlight=False)
-    out.print(f"CPU model: {cpu_model(result.timings):.2f} = 1 + (ours cpu - raw cpu) / (srv + raw cpu) of the raw "
-              "fetch: what the reader's extra CPU alone costs while the server keeps the same CPUs busy "
-              "(docs/prometheus.md \"Speed\")", highlight=False)
+    if result.server_cpus is None:
+        out.print(f"CPU model: {cpu_model(result.timings):.2f} = 1 + (ours cpu - raw cpu) / (srv + raw cpu) of the raw "
+                  "fetch: what the reader's extra CPU alone costs while the server keeps the same CPUs busy "
+                  "(docs/prometheus.md \"Speed\")", highlight=False)
     out.print(f"work directory: {result.workdir}" + (" (kept)" if result.kept else " (removed)"), highlight=False)
     out.print(json.dumps(result.summary()), highlight=False, soft_wrap=True)

@@ -13,13 +13,14 @@ block, so the server runs with ``--storage.tsdb.retention.time=100y`` or old blo
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -66,9 +67,11 @@ class PrometheusServer:
     """``with PrometheusServer(data_dir, workdir) as server: server.url``."""
 
     def __init__(self, data_dir: Path | str, workdir: Path | str, *, extra_args: Sequence[str] = (),
-                 ready_timeout: float = 120.0, stop_timeout: float = 15.0) -> None:
+                 ready_timeout: float = 120.0, stop_timeout: float = 15.0,
+                 cpus: Collection[int] | None = None) -> None:
         self.data_dir, self.workdir = Path(data_dir), Path(workdir)
         self.extra_args = list(extra_args)
+        self.cpus = None if cpus is None else frozenset(cpus)  # the server's CPUs (Linux affinity); None: any
         self.ready_timeout, self.stop_timeout = ready_timeout, stop_timeout
         self.port: int | None = None
         self.log_path = self.workdir / "prometheus.log"
@@ -93,7 +96,8 @@ class PrometheusServer:
         for _ in range(3):  # a free port can be taken between probing and binding
             self.port = free_port()
             with self.log_path.open("wb") as log:
-                self._process = subprocess.Popen(self.command(self.port), stdout=log, stderr=subprocess.STDOUT)
+                self._process = subprocess.Popen(self.command(self.port), stdout=log, stderr=subprocess.STDOUT,
+                                                 preexec_fn=None if self.cpus is None else self._pin)
             if self._wait_ready():
                 return self
             if "address already in use" not in self.log():
@@ -101,6 +105,10 @@ class PrometheusServer:
         self.stop()
         raise PrometheusHarnessError(f"prometheus did not become ready on {self.url} within "
                                      f"{self.ready_timeout:.0f} s; its log ends:\n{self.log()[-LOG_TAIL:]}")
+
+    def _pin(self) -> None:
+        """In the child before exec: run on ``cpus`` only (every thread the server starts inherits it)."""
+        os.sched_setaffinity(0, self.cpus)
 
     def _wait_ready(self) -> bool:
         deadline = time.monotonic() + self.ready_timeout

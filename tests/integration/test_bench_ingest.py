@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cardhours.bench.ingest import cpu_model
+from cardhours.bench.prometheus_server import PrometheusServer
 from cardhours.sources.prometheus.concurrency import usable_cpus
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -58,3 +61,42 @@ def test_bench_ingest_refuses_bad_options() -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "--gpus" in done.stderr
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to give the server one of its own")
+def test_bench_ingest_with_the_server_on_cpus_of_its_own(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "cardhours.cli", "bench", "ingest", "--gpus", "8", "--hours", "1",
+         "--step", str(STEP), "--workdir", str(tmp_path / "bench"), "--rounds", "1", "--server-cpus", "1"],
+        capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
+    cpus = sorted(os.sched_getaffinity(0))
+    readers = ", ".join(map(str, cpus[1:]))
+    assert f"server pinned to CPU(s) {cpus[0]}, the timed readers to CPU(s) {readers}" in done.stdout
+    assert "CPU model" not in done.stdout  # it models a server sharing the readers' CPUs
+    flight = {row.split("│")[1].strip(): row.split("│")[6].strip() for row in done.stdout.splitlines()
+              if row.startswith("│ ")}
+    assert flight["ours"] == flight["raw"] == str(min(4, len(cpus) - 1))  # the readers' CPUs, at most 4
+    assert set(json.loads(done.stdout.strip().splitlines()[-1])) == {"ours_s", "raw_fetch_s", "client_df_s", "samples"}
+
+
+def test_server_cpus_beyond_the_machine_are_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "cardhours.cli", "bench", "ingest", "--gpus", "8", "--hours", "1",
+         "--workdir", str(tmp_path / "bench"), "--server-cpus", str(len(os.sched_getaffinity(0)))],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "--server-cpus" in said and "the reader at least one of its own" in said
+    assert not (tmp_path / "bench" / "tsdb").exists()  # refused before simulating anything
+
+
+def test_pinned_server_runs_on_its_cpus_only(tmp_path: Path) -> None:
+    cpu = min(os.sched_getaffinity(0))
+    with PrometheusServer(tmp_path / "tsdb", tmp_path / "server", cpus={cpu}) as server:
+        status = (Path("/proc") / str(server._process.pid) / "status").read_text()
+        allowed = re.search(r"^Cpus_allowed_list:\s+(\S+)", status, re.M).group(1)
+        threads = list((Path("/proc") / str(server._process.pid) / "task").iterdir())
+        assert allowed == str(cpu) and len(threads) > 1
+        for task in threads:  # every thread of the Go runtime inherited it
+            assert re.search(r"^Cpus_allowed_list:\s+(\S+)", (task / "status").read_text(), re.M).group(1) == str(cpu)
