@@ -5,6 +5,7 @@
 #   slurm-client (sacct, sbatch, sacctmgr...), munge (munged, mungekey) and
 #   mariadb-server (mariadbd, mariadb-install-db). The harness starts its own daemons
 #   under a temp directory; none of them may start at install time (policy-rc.d below).
+#   victoria-metrics: a second server speaking the Prometheus HTTP API (tests/support/victoria.py).
 #   chromium: the HTML reports are loaded headless (via Playwright's Python driver, which
 #   uses this binary: no browser download) and must render without console errors.
 set -euo pipefail
@@ -21,6 +22,7 @@ need sacct slurm-client
 need munged munge
 need mariadb-install-db mariadb-server
 need chromium chromium
+need victoria-metrics victoria-metrics
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
@@ -29,7 +31,7 @@ sudo_cmd=""
 echo "installing Debian packages for the integration tests: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $sudo_cmd apt-get update -qq
-# Debian's prometheus, munge, mariadb and slurm packages would start daemons from their
+# Debian's prometheus, victoria-metrics, munge, mariadb and slurm packages would start daemons from their
 # init scripts; a policy-rc.d that exits 101 stops that (removed again if we created it).
 if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' | $sudo_cmd tee /usr/sbin/policy-rc.d >/dev/null

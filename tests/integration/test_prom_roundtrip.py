@@ -26,12 +26,10 @@ from cardhours.sources.prometheus.client import Backoff, PrometheusClient, Prome
 from cardhours.sources.prometheus.decode import decode_matrix
 from cardhours.sources.prometheus.fetch import fetch_one
 from cardhours.sources.prometheus.plan import Request
-from cardhours.sources.prometheus.source import PrometheusMetricsSource, downsample_function, to_ms
+from cardhours.sources.prometheus.source import PrometheusMetricsSource, to_ms
 from pipelines.prometheus_resource import PrometheusResource
 from pipelines.resources import CardhoursResource
-from transforms.dcgm_labels import normalize_series
-from transforms.dcgm_pivot import pivot_samples
-from transforms.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
+from tests.support.downsampled import assert_buckets_exact, hourly_energy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -148,50 +146,15 @@ def test_unreachable_server_fails_fast_naming_url_and_query() -> None:
 
 
 def test_downsampled_read_aggregates_each_bucket(url: str, expected: pl.DataFrame) -> None:
-    step, end = 300, T0 + timedelta(hours=6)
-    prom = source(url)
-    long = prom.read_downsampled(T0, end, step)
-    got = pivot_samples(normalize_series(long.series, prom.metric_fields), long.samples)
-    labels = [*KEYS[:-1], "model_name", "uuid", "pci_bus_id", "device", "gpu_i_profile", "pod", "namespace",
-              "container", "extra_labels"]
-    bucket = pl.col("ts").dt.truncate(f"{step}s")
-    # Rows stay in their bucket. Where a bucket holds a job change they are stamped with their
-    # last energy reading's time instead of the bucket start, and a series with readings on
-    # both sides of another one gets a row with only an energy reading: fold them back.
-    moved = got.filter(pl.col("ts") != bucket)
-    assert 0 < moved.height < got.height // 10
-    fields = [c for c in DCGM_FIELDS.values() if c != "energy_mj"]
-    folded = got.sort("ts").group_by([*labels, bucket], maintain_order=True).agg(
-        *(pl.col(c).drop_nulls().first() for c in fields), pl.col("energy_mj").drop_nulls().last())
-    aggregate = {"avg_over_time": pl.Expr.mean, "max_over_time": pl.Expr.max, "min_over_time": pl.Expr.min,
-                 "last_over_time": lambda e: e.drop_nulls().last()}
-    want = (expected.filter(pl.col("ts") < end).sort("ts")
-            .group_by([*labels, bucket], maintain_order=True)
-            .agg(aggregate[downsample_function(f)](pl.col(c)).alias(c) for f, c in DCGM_FIELDS.items()))
-    # The energy counter is read raw: a step row carries the step's last reading, except a GPU's
-    # first row of the read, which carries its first reading (the rollup counts from there).
-    first = pl.col("ts") == T0
-    want = want.with_columns(pl.when(~first).then(pl.col("energy_mj")))
-    folded = folded.with_columns(pl.when(~first).then(pl.col("energy_mj")))
-    assert_frame_equal(folded.sort(KEYS, nulls_last=True), want.select(folded.columns).sort(KEYS, nulls_last=True),
-                       check_exact=False, rel_tol=1e-12, abs_tol=1e-12)
+    assert_buckets_exact(source(url), expected, T0, T0 + timedelta(hours=6), 300)
 
 
 def test_downsampled_energy_is_the_raw_energy_per_job_and_hour(url: str, expected: pl.DataFrame) -> None:
     """Jobs change inside 5-minute steps all day; the hourly energy per GPU, job and hour from a
     downsampled read equals the raw samples' to the millijoule."""
-    end = T1
-    got = source(url, downsample_seconds=300).read_samples(CLUSTER, T0, end)
-    key = ["hostname", "gpu", "gpu_i_id", "hpc_job", "hour"]
-
-    def energy(samples: pl.DataFrame, step: int) -> pl.DataFrame:
-        hourly = stg_dcgm__gpu_hourly(samples.lazy(), step).collect()
-        return hourly.filter(pl.col("energy_delta_mj").is_not_null()).select(*key, "energy_delta_mj").sort(
-            key, nulls_last=True)
-
-    exact = energy(expected.filter(pl.col("ts") < end), 15)
+    exact = hourly_energy(expected.filter(pl.col("ts") < T1), 15)
     assert exact.height > 500 and exact["hpc_job"].n_unique() > 10
-    assert_frame_equal(energy(got, 300), exact)
+    assert_frame_equal(hourly_energy(source(url, downsample_seconds=300).read_samples(CLUSTER, T0, T1), 300), exact)
 
 
 def test_both_host_spellings_hostless_series_and_dotted_hosts_under_refusals(prometheus_with) -> None:

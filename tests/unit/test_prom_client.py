@@ -24,6 +24,14 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
 MATRIX = (FIXTURES / "matrix_edge.json").read_bytes()
 BAD_QUERY = (FIXTURES / "error_bad_data.json").read_bytes()
 TOO_MANY = (FIXTURES / "error_too_many_samples.json").read_bytes()
+# VictoriaMetrics 1.79's refusal (tests/integration/test_victoria_metrics.py meets the real one)
+VICTORIA_TOO_MANY = json.dumps({"status": "error", "errorType": "422", "error": (
+    'error when exporting data for query="DCGM_FI_DEV_GPU_UTIL" on the time range (start=1772409600000, '
+    'end=1772496000000): cannot fetch data for "filters=[{__name__=\\"DCGM_FI_DEV_GPU_UTIL\\"}], '
+    'timeRange=[2026-03-02T00:00:00Z..2026-03-03T00:00:00Z]": cannot select more than '
+    "-search.maxSamplesPerQuery=200000 samples; possible solutions: to increase the "
+    "-search.maxSamplesPerQuery; to reduce time range for the query; to use more specific label filters "
+    "in order to select lower number of series")}).encode()
 PARAMS = {"query": "DCGM_FI_PROF_SM_ACTIVE[120001ms]", "time": "1772409720.000"}
 WINDOW = "[2026-03-02T00:00:00.000Z, 2026-03-02T00:02:00.000Z)"
 
@@ -115,6 +123,7 @@ def test_gives_up_after_max_retries_naming_url_query_window_status_and_error(pee
 @pytest.mark.parametrize("status, body, text, too_many", [
     (400, BAD_QUERY, "unclosed left bracket", False),
     (422, TOO_MANY, "query processing would load too many samples into memory", True),
+    (422, VICTORIA_TOO_MANY, r"cannot select more than -search.maxSamplesPerQuery=200000 samples", True),
 ])
 def test_query_errors_are_not_retried(peer: ThreadingHTTPServer, status: int, body: bytes, text: str,
                                       too_many: bool) -> None:

@@ -141,7 +141,7 @@ def test_downsampled_request_evaluates_at_bucket_ends(left_open: bool, range_ms:
     path, params = request.http("")
     assert path == "/api/v1/query_range"
     assert params == {"query": f"max_over_time(DCGM_FI_DEV_FB_USED[{range_ms}ms])", "start": "1772409659.999",
-                      "end": "1772410199.999", "step": "60.000"}
+                      "end": "1772410199.999", "step": "60.000", "nocache": "1"}
     assert request.ts_shift_ms == 59_999
 
 

@@ -39,7 +39,11 @@ __all__ = ["Backoff", "PrometheusClient", "PrometheusQueryError", "auth_from_env
 
 NO_RETRY = Retry(total=0, raise_on_status=False)  # retries are ours (below), not urllib3's
 POST_ABOVE = 4096  # longer parameter strings (many host shards) go in a POST body
-TOO_MANY_SAMPLES = ("too many samples", "max-samples", "exceeded the maximum number of samples")
+# Prometheus ("query processing would load too many samples into memory"), Thanos/Mimir
+# ("max-samples", "exceeded the maximum number of samples"), VictoriaMetrics ("cannot select
+# more than -search.maxSamplesPerQuery=N samples", "... -search.maxSamplesPerSeries=N ...").
+TOO_MANY_SAMPLES = ("too many samples", "max-samples", "exceeded the maximum number of samples",
+                    "-search.maxsamplesperquery", "-search.maxsamplesperseries")
 # urllib3's errors come from reading the body directly (a short body is IncompleteRead).
 TRANSPORT_ERRORS = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
                     urllib3.exceptions.HTTPError)

@@ -18,6 +18,7 @@ from cardhours.config.cluster import ClusterConfig, PrometheusConfig
 from cardhours.schemas import DCGM_FIELDS
 from cardhours.sources.metrics import MetricsSourceError, conform_samples
 from cardhours.sources.prometheus import LongSamples
+from cardhours.sources.prometheus.boundary import probe_left_open
 from cardhours.sources.prometheus.client import PrometheusClient
 from cardhours.sources.prometheus.concurrency import parallel_requests
 from cardhours.sources.prometheus.decode import DecodeError, decode_data, decode_label_sets
@@ -132,7 +133,7 @@ class PrometheusMetricsSource:
         if DAY_MS % step_ms or to_ms(start) % step_ms:
             raise ValueError(f"downsampling step {step_seconds} s must divide a day and {start} must be on a step "
                              "boundary: a partial bucket at a day's end would be lost or counted twice")
-        left_open = self.left_open_ranges()
+        left_open = self.left_open_ranges(to_ms(start), to_ms(end))
         stepped, raw = self._limits(step_ms), self._limits(self.config.scrape_interval_seconds * 1000)
 
         def downsample(metric: str) -> Downsample | None:
@@ -147,18 +148,26 @@ class PrometheusMetricsSource:
         except ValueError as exc:
             raise MetricsSourceError(f"cannot normalize DCGM series read from {self.client.url}: {exc}") from exc
 
-    def left_open_ranges(self) -> bool:
-        """Whether the server's range selectors are left-open (Prometheus 3); 2.x (closed) when
-        the build info does not say."""
-        if self._left_open is None:
-            try:
-                body = self.client.get("/api/v1/status/buildinfo", {}, query="(build info)", window="-")
-                info = decode_data(body)
-            except (MetricsSourceError, DecodeError):
-                info = None
-            major = str(info.get("version", "")).split(".")[0] if isinstance(info, dict) else ""
-            self._left_open = major.isdigit() and int(major) >= 3
-        return self._left_open
+    def left_open_ranges(self, start_ms: int | None = None, end_ms: int | None = None) -> bool:
+        """Whether the server's range selectors are left-open, ``(t - r, t]`` (Prometheus 3,
+        VictoriaMetrics), rather than ``[t - r, t]`` (Prometheus 2.x). Asked of the server with
+        a sample in ``[start_ms, end_ms)`` (``boundary.probe_left_open``; the answer is kept);
+        without one, from the build info's version (3 or later), 2.x when it does not say."""
+        if self._left_open is None and start_ms is not None and end_ms is not None:
+            for metric in self.fields:
+                match = selector(metric, self.config.selector, [])
+                self._left_open = probe_left_open(self.client, match, start_ms, end_ms)
+                if self._left_open is not None:
+                    return self._left_open
+        if self._left_open is not None:
+            return self._left_open
+        try:
+            body = self.client.get("/api/v1/status/buildinfo", {}, query="(build info)", window="-")
+            info = decode_data(body)
+        except (MetricsSourceError, DecodeError):
+            info = None
+        major = str(info.get("version", "")).split(".")[0] if isinstance(info, dict) else ""
+        return major.isdigit() and int(major) >= 3
 
     def _limits(self, interval_ms: int) -> Limits:
         return Limits(interval_ms, self.config.max_points_per_series, self.config.max_samples_per_query,
