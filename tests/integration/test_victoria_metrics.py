@@ -84,14 +84,29 @@ def test_downsampled_energy_is_the_raw_energy_per_job_and_hour(url: str, expecte
                        hourly_energy(expected, 15))
 
 
-def test_refusals_for_too_many_samples_are_split_by_host(sim: SimulationResult, expected: pl.DataFrame,
-                                                         tmp_path: Path) -> None:
-    # A day of one field is ~50 series x 5,760 samples; a host's are fewer than 200,000.
-    with VictoriaServer(tmp_path / "refusing", ["-search.maxSamplesPerQuery=200000"]) as server:
+def read_day_under(flag: str, sim: SimulationResult, expected: pl.DataFrame, workdir: Path):
+    """The simulated day read back exactly from a VictoriaMetrics started with ``flag``; its read report."""
+    with VictoriaServer(workdir, [flag]) as server:
         server.load([sim.om_path])
         prom = source(server.url)
         assert_frame_equal(prom.read_samples(CLUSTER, T0, T1).sort(KEYS, nulls_last=True), expected)
-        assert prom.last_report.fetch.refused > 0 and prom.last_report.fetch.shards
+        return prom.last_report
+
+
+def test_refusals_for_too_many_samples_are_split_by_host(sim: SimulationResult, expected: pl.DataFrame,
+                                                         tmp_path: Path) -> None:
+    # A day of one field is ~200 series x 5,760 samples; a host's are fewer than 200,000.
+    report = read_day_under("-search.maxSamplesPerQuery=200000", sim, expected, tmp_path)
+    assert report.fetch.refused > 0 and report.fetch.shards
+
+
+def test_series_listings_over_its_cap_are_taken_host_by_host(sim: SimulationResult, expected: pl.DataFrame,
+                                                              tmp_path: Path) -> None:
+    # Each profiling field has ~200 series that day (the MIG host alone 125): over a cap of 150,
+    # /api/v1/series refuses the census ("the number of matching timeseries exceeds 150").
+    report = read_day_under("-search.maxSeries=150", sim, expected, tmp_path)
+    listed = {census.metric: census.listed_in for census in report.censuses}
+    assert listed["DCGM_FI_PROF_SM_ACTIVE"] > 1 and min(listed.values()) == 0  # GPU_UTIL (no MIG rows) fits
 
 
 def test_h200_trace_comes_back_exactly_under_each_job(tmp_path: Path) -> None:

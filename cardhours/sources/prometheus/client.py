@@ -39,11 +39,14 @@ __all__ = ["Backoff", "PrometheusClient", "PrometheusQueryError", "auth_from_env
 
 NO_RETRY = Retry(total=0, raise_on_status=False)  # retries are ours (below), not urllib3's
 POST_ABOVE = 4096  # longer parameter strings (many host shards) go in a POST body
-# Prometheus ("query processing would load too many samples into memory"), Thanos/Mimir
-# ("max-samples", "exceeded the maximum number of samples"), VictoriaMetrics ("cannot select
-# more than -search.maxSamplesPerQuery=N samples", "... -search.maxSamplesPerSeries=N ...").
+# Refusals a smaller request (fewer hosts, less time) may pass. Samples: Prometheus ("query
+# processing would load too many samples into memory"), Thanos/Mimir ("max-samples", "exceeded
+# the maximum number of samples"), VictoriaMetrics ("cannot select more than
+# -search.maxSamplesPerQuery=N samples", "-search.maxSamplesPerSeries"). Series:
+# VictoriaMetrics ("the number of matching timeseries exceeds N"), Mimir (its error id).
 TOO_MANY_SAMPLES = ("too many samples", "max-samples", "exceeded the maximum number of samples",
-                    "-search.maxsamplesperquery", "-search.maxsamplesperseries")
+                    "-search.maxsamplesperquery", "-search.maxsamplesperseries",
+                    "the number of matching timeseries exceeds", "err-mimir-max-series-per-query")
 # urllib3's errors come from reading the body directly (a short body is IncompleteRead).
 TRANSPORT_ERRORS = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
                     urllib3.exceptions.HTTPError)
@@ -60,7 +63,7 @@ class PrometheusQueryError(MetricsSourceError):
 
     @property
     def too_many_samples(self) -> bool:
-        """The server refused the query for its size: a smaller query may pass."""
+        """The server refused the query for its size (samples or series): a smaller query may pass."""
         text = self.error.lower()
         return self.status is not None and any(marker in text for marker in TOO_MANY_SAMPLES)
 

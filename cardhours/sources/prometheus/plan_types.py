@@ -4,7 +4,7 @@ one request (a metric over a time chunk, as the query text and HTTP parameters i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cardhours.sources.prometheus.promql import HOST_LABELS, host_shard_matchers, seconds, selector
 
@@ -51,9 +51,10 @@ class Census:
 
     metric: str
     groups: tuple[tuple[str | None, str, int], ...]
+    listed_in: int = field(default=0, compare=False)  # host shards the listing took (census.py); 0: one
 
     @classmethod
-    def from_label_sets(cls, metric: str, label_sets: Iterable[Mapping[str, str]]) -> Census:
+    def from_label_sets(cls, metric: str, label_sets: Iterable[Mapping[str, str]], listed_in: int = 0) -> Census:
         counts: dict[tuple[str | None, str], int] = {}
         for labels in label_sets:
             key: tuple[str | None, str] = (None, "")
@@ -65,7 +66,7 @@ class Census:
             counts[key] = counts.get(key, 0) + 1
         order = {name: i for i, name in enumerate((*HOST_LABELS, None))}
         keys = sorted(counts, key=lambda k: (order[k[0]], k[1]))
-        return cls(metric, tuple((label, host, counts[(label, host)]) for label, host in keys))
+        return cls(metric, tuple((label, host, counts[(label, host)]) for label, host in keys), listed_in)
 
     @property
     def total(self) -> int:

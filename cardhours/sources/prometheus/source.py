@@ -19,9 +19,10 @@ from cardhours.schemas import DCGM_FIELDS
 from cardhours.sources.metrics import MetricsSourceError, conform_samples
 from cardhours.sources.prometheus import LongSamples
 from cardhours.sources.prometheus.boundary import probe_left_open
+from cardhours.sources.prometheus.census import list_series
 from cardhours.sources.prometheus.client import PrometheusClient
 from cardhours.sources.prometheus.concurrency import parallel_requests
-from cardhours.sources.prometheus.decode import DecodeError, decode_data, decode_label_sets
+from cardhours.sources.prometheus.decode import DecodeError, decode_data
 from cardhours.sources.prometheus.energy import place_energy
 from cardhours.sources.prometheus.fetch import FetchStats, fetch_all, window_text
 from cardhours.sources.prometheus.gc_pause import gc_paused
@@ -174,15 +175,11 @@ class PrometheusMetricsSource:
                       self.target_samples_per_request)
 
     def census(self, metric: str, start_ms: int, end_ms: int) -> Census:
-        """The series of ``metric`` with samples in ``[start_ms, end_ms)``, counted per host."""
-        match = selector(metric, self.config.selector, [])
-        params = {"match[]": match, "start": seconds(start_ms), "end": seconds(end_ms - 1)}
-        window = window_text(start_ms, end_ms)
-        body = self.client.get("/api/v1/series", params, query=match, window=window)
-        try:
-            return Census.from_label_sets(metric, decode_label_sets(body))
-        except DecodeError as exc:
-            raise self.client.undecodable("/api/v1/series", match, window, exc) from exc
+        """The series of ``metric`` with samples in ``[start_ms, end_ms)``, counted per host
+        (listed host by host when the server refuses to list them at once: ``census.py``)."""
+        label_sets, shards = list_series(self.client, metric, self.config.selector, start_ms, end_ms,
+                                         window_text(start_ms, end_ms))
+        return Census.from_label_sets(metric, label_sets, listed_in=shards)
 
     def _read(self, start_ms: int, end_ms: int, limits: Callable[[str], Limits],
               downsample: Callable[[str], Downsample | None]) -> LongSamples:
