@@ -1,6 +1,7 @@
 """Read kube-state-metrics (and Kueue / Volcano) series of one window into LongSamples.
 
-From Prometheus: per metric, one ``/api/v1/series`` probe counts the series, then raw
+From Prometheus: per metric, one ``/api/v1/series`` probe counts the series (namespace by
+namespace when the server refuses to list that many: ``census.list_series``), then raw
 range-selector reads (``metric{selector}[span]`` at the chunk end, as the DCGM reader
 does) in time chunks small enough that one response stays under half of
 ``prometheus.max_samples_per_query``. Responses are decoded with
@@ -22,7 +23,8 @@ from cardhours.sources.metrics import MetricsSourceError
 from cardhours.sources.openmetrics import read_openmetrics
 from cardhours.sources.prometheus import SAMPLES_SCHEMA, LongSamples
 from cardhours.sources.prometheus.client import PrometheusClient
-from cardhours.sources.prometheus.decode import DecodeError, Matrix, decode_label_sets, decode_matrix
+from cardhours.sources.prometheus.census import list_series
+from cardhours.sources.prometheus.decode import DecodeError, Matrix, decode_matrix
 from cardhours.sources.prometheus.fetch import window_text
 from cardhours.sources.prometheus.plan import seconds, selector
 from cardhours.sources.prometheus.source import to_ms
@@ -73,12 +75,9 @@ class KubeReader:
         prom = self.cluster.prometheus
         match = selector(metric, self.kube.selector, [])
         window = window_text(start_ms, end_ms)
-        body = self.client.get("/api/v1/series", {"match[]": match, "start": seconds(start_ms),
-                                                  "end": seconds(end_ms - 1)}, query=match, window=window)
-        try:
-            n_series = len(decode_label_sets(body))
-        except DecodeError as exc:
-            raise self.client.undecodable("/api/v1/series", match, window, exc) from exc
+        label_sets, _ = list_series(self.client, metric, self.kube.selector, start_ms, end_ms, window,
+                                    shard_labels=("namespace",))  # by namespace when the server caps listings
+        n_series = len(label_sets)
         if n_series == 0:
             return []
         step = chunk_ms(n_series, prom.scrape_interval_seconds * 1000, prom.max_samples_per_query, end_ms - start_ms)

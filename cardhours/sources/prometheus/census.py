@@ -19,23 +19,24 @@ from cardhours.sources.prometheus.promql import HOST_LABELS, host_shard_matchers
 
 
 def list_series(client: PrometheusClient, metric: str, base_selector: str, start_ms: int, end_ms: int,
-                window: str) -> tuple[list[dict[str, str]], int]:
+                window: str, shard_labels: tuple[str, ...] = HOST_LABELS) -> tuple[list[dict[str, str]], int]:
     """Label sets of ``metric``'s series with samples in ``[start_ms, end_ms)``, and how many
-    host shards they took (0: one listing)."""
+    shards (by the values of ``shard_labels``: the host labels unless given) they took (0: one
+    listing)."""
     match = selector(metric, base_selector, [])
     try:
         return _series(client, match, start_ms, end_ms, window), 0
     except PrometheusQueryError as exc:
         if not exc.too_many_samples:
             raise
-    shards = [(label, hosts) for label in HOST_LABELS
+    shards = [(label, hosts) for label in shard_labels
               if (hosts := _hosts(client, label, match, start_ms, end_ms, window))]
-    shards.append((None, ()))  # series with neither host label
+    shards.append((None, ()))  # series with none of the labels
     found: list[dict[str, str]] = []
     listed = 0
     while shards:
         label, hosts = shards.pop()
-        shard = selector(metric, base_selector, host_shard_matchers(label, hosts))
+        shard = selector(metric, base_selector, host_shard_matchers(label, hosts, shard_labels))
         try:
             found += _series(client, shard, start_ms, end_ms, window)
             listed += 1
@@ -57,7 +58,7 @@ def _series(client: PrometheusClient, match: str, start_ms: int, end_ms: int, wi
 
 
 def _hosts(client: PrometheusClient, label: str, match: str, start_ms: int, end_ms: int, window: str) -> tuple[str, ...]:
-    """The values of host label ``label`` among ``match``'s series, sorted (empty ones left out)."""
+    """The values of ``label`` among ``match``'s series, sorted (empty ones left out)."""
     path = f"/api/v1/label/{label}/values"
     body = client.get(path, {"match[]": match, "start": seconds(start_ms), "end": seconds(end_ms - 1)},
                       query=f"{label} values of {match}", window=window)

@@ -23,12 +23,15 @@ def selector(metric: str, base_selector: str, extra: list[str]) -> str:
     return f"{metric}{{{','.join(matchers)}}}" if matchers else metric
 
 
-def host_shard_matchers(label: str | None, hosts: tuple[str, ...]) -> list[str]:
-    """Matchers of one host shard: a regex over ``label``; ``hostname`` shards exclude series that
-    carry ``Hostname`` (those belong to the ``Hostname`` shards); ``None``: neither label."""
+def host_shard_matchers(label: str | None, hosts: tuple[str, ...],
+                        labels: tuple[str, ...] = HOST_LABELS) -> list[str]:
+    """Matchers of one shard of ``labels`` (by default the host labels): a regex over ``label``'s
+    values ``hosts``; a shard of a later label excludes series that carry an earlier one (a
+    ``hostname`` shard leaves series with ``Hostname`` to the ``Hostname`` shards); ``None``:
+    series with none of the labels."""
     if label is None:
-        return [f'{name}=""' for name in HOST_LABELS]
-    others = [f'{name}=""' for name in HOST_LABELS[: HOST_LABELS.index(label)]]
+        return [f'{name}=""' for name in labels]
+    others = [f'{name}=""' for name in labels[: labels.index(label)]]
     return [*others, f"{label}=~{promql_string('|'.join(quote_meta(h) for h in hosts))}"]
 
 

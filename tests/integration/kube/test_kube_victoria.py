@@ -55,3 +55,26 @@ def test_dcgm_samples_with_pod_labels_as_from_prometheus(cluster: ClusterConfig,
     got = PrometheusMetricsSource(on_victoria.prometheus).read_samples(cluster.name, T0, end)
     assert want.filter(pl.col("pod").is_not_null()).height > 0
     assert_frame_equal(ordered(got), ordered(want))
+
+
+def test_capped_series_listings_are_taken_namespace_by_namespace(sim: SimulationResult, cluster: ClusterConfig,
+                                                                 tmp_path: Path) -> None:
+    # kube_pod_status_phase has more than 190 series a day (five phases per pod), no namespace
+    # more than 180: a cap of 190 refuses its listing, not the namespaces' listings.
+    with VictoriaServer(tmp_path / "capped", ["-search.maxSeries=190"]) as server:
+        server.load([sim.om_path, sim.kube_state_path])
+        capped = cluster.model_copy(update={"prometheus": cluster.prometheus.model_copy(update={"url": server.url})})
+        reader = KubeReader(capped)
+        asked: list[str] = []
+        get = reader.client.get
+
+        def recording(path: str, *args, **kwargs):
+            asked.append(path)
+            return get(path, *args, **kwargs)
+
+        reader.client.get = recording  # the real HTTP call, recorded
+        got = land(reader.read(T0, T0 + timedelta(days=1)), capped.kubernetes, capped.name, T0.date())
+    want = landings(cluster)[0]
+    assert "/api/v1/label/namespace/values" in asked
+    for part in ("series", "queue_samples", "quarantine"):
+        assert_frame_equal(ordered(getattr(got, part)), ordered(getattr(want, part)))
