@@ -133,6 +133,18 @@ def test_partial_or_damaged_answers_never_decode() -> None:
             decode_matrix(damaged)
 
 
+def test_victoria_cluster_partial_answers_never_decode_complete_ones_do() -> None:
+    good = body("matrix_edge")
+    assert good.startswith(b'{"status":"success",')
+    partial = good.replace(b'{"status":"success",', b'{"status":"success","isPartial":true,', 1)
+    with pytest.raises(DecodeError, match="isPartial: true"):
+        decode_matrix(partial)
+    complete = good.replace(b'{"status":"success",', b'{"status":"success","isPartial":false,', 1)
+    expected, got = decode_matrix(good), decode_matrix(complete)
+    assert got.labels == expected.labels and got.ts_ms.tolist() == expected.ts_ms.tolist()
+    assert np.array_equal(got.values, expected.values, equal_nan=True)
+
+
 def test_native_histograms_are_refused_not_dropped() -> None:
     text = (b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"h"},'
             b'"histograms":[[1772409600,{"count":"1","sum":"1","buckets":[]}]]}]}}')

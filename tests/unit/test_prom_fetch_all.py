@@ -42,9 +42,10 @@ class Recorded(PrometheusClient):
     """Answers from :func:`answer`; refuses queries spanning more than ``refuse_above_ms``
     for all hosts, as Prometheus does past ``--query.max-samples``; records the calling threads."""
 
-    def __init__(self, refuse_above_ms: int | None = None, wrong_name: str | None = None) -> None:
+    def __init__(self, refuse_above_ms: int | None = None, wrong_name: str | None = None,
+                 partial: bool | None = None) -> None:
         super().__init__("http://prometheus.invalid:9090")
-        self.refuse_above_ms, self.wrong_name = refuse_above_ms, wrong_name
+        self.refuse_above_ms, self.wrong_name, self.partial = refuse_above_ms, wrong_name, partial
         self.get_threads: list[str] = []
 
     def get(self, path: str, params: Mapping[str, str], *, query: str, window: str, into=None) -> bytes:
@@ -53,7 +54,10 @@ class Recorded(PrometheusClient):
         if self.refuse_above_ms is not None and range_ms > self.refuse_above_ms and "=~" not in query:
             raise PrometheusQueryError(f"refused: {TOO_MANY}", url=self.url + path, query=query, window=window,
                                        status=422, error=TOO_MANY, attempts=1)
-        return answer("m", query, float(params["time"]), HOSTS, self.wrong_name)
+        body = answer("m", query, float(params["time"]), HOSTS, self.wrong_name)
+        if self.partial is not None:  # as VictoriaMetrics' cluster writes it
+            body = body.replace(b'"success",', b'"success","isPartial":%s,' % str(self.partial).lower().encode(), 1)
+        return body
 
 
 def read(client: Recorded, hours: int = 4, chunk_hours: int = 2):
@@ -103,3 +107,11 @@ def test_answer_with_another_metric_fails_naming_query_and_window() -> None:
                                                    r"/api/v1/query for query 'm\[") as caught:
         read(Recorded(wrong_name="other"))
     assert "asked for m" in str(caught.value) and "1970-01-01" in caught.value.window
+
+
+def test_a_partial_answer_fails_the_read_a_complete_one_reads_as_usual() -> None:
+    with pytest.raises(PrometheusQueryError, match="isPartial: true"):
+        read(Recorded(partial=True))
+    _, long, _ = read(Recorded(partial=False))
+    _, usual, _ = read(Recorded())
+    assert long.samples.equals(usual.samples) and long.series.equals(usual.series)

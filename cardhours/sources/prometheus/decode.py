@@ -85,6 +85,9 @@ def _load_success(body: bytes) -> dict:
         raise DecodeError(f"server error {error_type}: {error}", error_type, error)
     if doc.get("warnings"):
         raise DecodeError(f"server returned warnings (the data may be partial): {doc['warnings']}")
+    if doc.get("isPartial") is True:  # VictoriaMetrics' cluster: some storage nodes did not answer
+        raise DecodeError("server answered isPartial: true (some of its storage nodes did not answer): "
+                          "the data may be incomplete")
     return doc
 
 
