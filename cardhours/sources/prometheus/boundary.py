@@ -8,17 +8,18 @@ none; Thanos and Mimir number their own releases), and a wrong guess drops or ad
 at each bucket edge (measured against a real VictoriaMetrics: each 5-minute average then
 missed the sample at its bucket start).
 
-:func:`probe_left_open` asks: it takes one series with samples in the read's window, one of
-its sample times ``tau``, and selects that series over ``[1ms]`` at ``tau + 1 ms``: the
-answer holds ``tau`` when the left edge is included.
+:func:`probe_left_open` asks: it finds one series with samples in the read's window
+(``topk(1, count_over_time(...))``: no listing of every series, which a server may cap),
+one of its sample times ``tau``, and selects that series over ``[1ms]`` at ``tau + 1 ms``:
+the answer holds ``tau`` when the left edge is included.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cardhours.sources.prometheus.decode import DecodeError, decode_label_sets, decode_matrix
-from cardhours.sources.prometheus.promql import promql_string, seconds
+from cardhours.sources.prometheus.decode import DecodeError, decode_data
+from cardhours.sources.prometheus.promql import promql_string, seconds, selector
 
 if TYPE_CHECKING:
     from cardhours.sources.prometheus.client import PrometheusClient
@@ -26,33 +27,39 @@ if TYPE_CHECKING:
 PROBE_SPAN_MS = 3_600_000  # raw samples of one series over at most an hour: a small answer
 
 
-def probe_left_open(client: PrometheusClient, match: str, start_ms: int, end_ms: int) -> bool | None:
+def probe_left_open(client: PrometheusClient, metric: str, base_selector: str, start_ms: int,
+                    end_ms: int) -> bool | None:
     """True when ``(t - r, t]``, False when ``[t - r, t]``; None when it cannot be told (no
-    series of ``match`` with a sample in ``[start_ms, end_ms)``). Request errors are raised."""
+    series of ``metric`` with a sample in ``[start_ms, end_ms)``). Request errors are raised."""
     end_ms = min(end_ms, start_ms + PROBE_SPAN_MS)
     window = f"[{seconds(start_ms)}, {seconds(end_ms)}) (range boundary probe)"
-    body = client.get("/api/v1/series", {"match[]": match, "start": seconds(start_ms), "end": seconds(end_ms - 1)},
-                      query=match, window=window)
+    match = selector(metric, base_selector, [])
+    # one series with samples in the window, without listing them all (a server may cap listings)
+    query = f"topk(1, count_over_time({match}[{end_ms - start_ms}ms]))"
+    found = _result(client, query, end_ms - 1, window, "vector")
+    if not found:
+        return None
+    labels = {name: value for name, value in found[0]["metric"].items() if name != "__name__"}
+    one = selector(metric, "", [f"{name}={promql_string(value)}" for name, value in sorted(labels.items())])
+    inside = [t for t in _times(client, f"{one}[{end_ms - start_ms}ms]", end_ms - 1, window) if start_ms <= t < end_ms]
+    if not inside:
+        return None
+    return inside[0] not in _times(client, f"{one}[1ms]", inside[0] + 1, window)
+
+
+def _result(client: PrometheusClient, query: str, at_ms: int, window: str, kind: str) -> list[dict]:
+    """The ``result`` list of ``query``'s answer at ``at_ms``, which must be of type ``kind``."""
+    body = client.get("/api/v1/query", {"query": query, "time": seconds(at_ms)}, query=query, window=window)
     try:
-        label_sets = decode_label_sets(body)
+        data = decode_data(body)
+        if not isinstance(data, dict) or data.get("resultType") != kind or not isinstance(data.get("result"), list):
+            raise DecodeError(f"expected a {kind} result, got {str(data)[:200]}")
     except DecodeError as exc:
-        raise client.undecodable("/api/v1/series", match, window, exc) from exc
-    # a few series: some servers (VictoriaMetrics) list every series of the day, not only the hour's
-    for labels in sorted(label_sets, key=lambda labels: sorted(labels.items()))[:3]:
-        one = "{" + ",".join(f"{name}={promql_string(value)}" for name, value in sorted(labels.items())) + "}"
-        samples = _times(client, f"{one}[{end_ms - start_ms}ms]", end_ms - 1, window)
-        inside = [t for t in samples if start_ms <= t < end_ms]
-        if inside:
-            tau = inside[0]
-            return tau not in _times(client, f"{one}[1ms]", tau + 1, window)
-    return None
+        raise client.undecodable("/api/v1/query", query, window, exc) from exc
+    return data["result"]
 
 
 def _times(client: PrometheusClient, query: str, at_ms: int, window: str) -> list[int]:
-    """The sample times (ms, ascending) of ``query``'s answer at ``at_ms``."""
-    body = client.get("/api/v1/query", {"query": query, "time": seconds(at_ms)}, query=query, window=window)
-    try:
-        matrix = decode_matrix(body)
-    except DecodeError as exc:
-        raise client.undecodable("/api/v1/query", query, window, exc) from exc
-    return sorted(matrix.ts_ms.tolist())
+    """The sample times (ms, ascending) of ``query``'s answer (a matrix) at ``at_ms``."""
+    return sorted(round(float(t) * 1000) for series in _result(client, query, at_ms, window, "matrix")
+                  for t, _ in series.get("values") or [])

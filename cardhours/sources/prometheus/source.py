@@ -27,7 +27,7 @@ from cardhours.sources.prometheus.energy import place_energy
 from cardhours.sources.prometheus.fetch import FetchStats, fetch_all, window_text
 from cardhours.sources.prometheus.gc_pause import gc_paused
 from cardhours.sources.prometheus.plan import (
-    DAY_MS, TARGET_SAMPLES_PER_REQUEST, Census, Downsample, Limits, day_partitions, plan_metric, seconds, selector,
+    DAY_MS, TARGET_SAMPLES_PER_REQUEST, Census, Downsample, Limits, day_partitions, plan_metric,
 )
 from transforms.dcgm_labels import normalize_series
 from transforms.dcgm_pivot import pivot_samples
@@ -156,8 +156,7 @@ class PrometheusMetricsSource:
         without one, from the build info's version (3 or later), 2.x when it does not say."""
         if self._left_open is None and start_ms is not None and end_ms is not None:
             for metric in self.fields:
-                match = selector(metric, self.config.selector, [])
-                self._left_open = probe_left_open(self.client, match, start_ms, end_ms)
+                self._left_open = probe_left_open(self.client, metric, self.config.selector, start_ms, end_ms)
                 if self._left_open is not None:
                     return self._left_open
         if self._left_open is not None:
