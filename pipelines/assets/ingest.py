@@ -53,10 +53,14 @@ def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResourc
     day = start.date()
     rows: dict[str, int] = {}
     screening: dict[str, dict] = {}
+    reads: dict[str, dict] = {}
     outcomes: list[ClusterQuarantine] = []
     with cardhours.warehouse() as conn:
         for cluster in cardhours.config.clusters:
-            frame = cardhours.metrics_source(cluster.name).read_samples(cluster.name, start, end)
+            source = cardhours.metrics_source(cluster.name)
+            frame = source.read_samples(cluster.name, start, end)
+            if (report := getattr(source, "last_report", None)) is not None:  # an HTTP read: what it did
+                reads[cluster.name] = report.summary()
             result = screen_samples(frame, partition_key=day.isoformat())
             del frame
             rows[cluster.name] = replace_partition(
@@ -83,6 +87,7 @@ def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResourc
             "rows_by_cluster": rows,
             "quarantined_values": sum(item["quarantined_values"] for item in screening.values()),
             "screening_by_cluster": MetadataValue.json(screening),
+            **({"read_by_cluster": MetadataValue.json(reads)} if reads else {}),
             "window_start": str(start),
             "window_end": str(end),
         },

@@ -93,6 +93,29 @@ def test_dagster_resource_reads_the_configured_prometheus(sim: SimulationResult,
                        expected.filter(pl.col("ts") >= T0 + timedelta(hours=20)))
 
 
+def test_ingest_asset_reads_prometheus_and_reports_the_read(sim: SimulationResult, url: str) -> None:
+    from dagster import materialize
+
+    from pipelines.assets.ingest import raw_dcgm_samples
+
+    text = sim.config_path.read_text().replace(
+        '[clusters.metrics]\nsource = "file"\npath = "metrics"\nstep_seconds = 15\n',
+        f'[clusters.metrics]\nsource = "prometheus"\n\n[clusters.prometheus]\nurl = "{url}"\n'
+        "scrape_interval_seconds = 15\nstep_seconds = 15\n")
+    assert 'source = "prometheus"' in text
+    config = sim.config_path.with_name("asset.toml")  # its warehouse: the simulation's temp directory
+    config.write_text(text)
+    result = materialize([raw_dcgm_samples], partition_key=DAY.isoformat(),
+                         resources={"cardhours": CardhoursResource(config_path=str(config))})
+    assert result.success
+    events = result.asset_materializations_for_node(raw_dcgm_samples.op.name)
+    metadata = {name: value.value for name, value in events[0].metadata.items()}
+    read = metadata["read_by_cluster"][CLUSTER]
+    assert read["fields_present"] == list(DCGM_FIELDS) and read["requests_refused_and_split"] == 0
+    assert read["requests_answered"] == read["requests_planned"] == len(DCGM_FIELDS)
+    assert read["samples"] > metadata["rows"] > 0 and read["response_mib"] > 0  # long samples: one per field
+
+
 def test_small_limits_force_time_chunks_and_host_shards(url: str, expected: pl.DataFrame) -> None:
     prom = source(url, max_points_per_series=500, max_samples_per_query=20_000)
     got = prom.read_samples(CLUSTER, T0, T1)

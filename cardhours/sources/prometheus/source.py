@@ -77,6 +77,17 @@ class ReadReport:
     n_series: int
     n_samples: int
 
+    def summary(self) -> dict[str, object]:
+        """The read in numbers (JSON-safe), for a run's metadata."""
+        fetch = self.fetch
+        return {"fields_present": list(self.fields_present), "series": self.n_series, "samples": self.n_samples,
+                "requests_planned": fetch.planned, "requests_answered": fetch.answered,
+                "requests_refused_and_split": fetch.refused, "deepest_split": fetch.max_splits,
+                "host_shards_answered": len(fetch.shards),
+                "censuses_listed_by_host": sum(census.listed_in > 0 for census in self.censuses),
+                "response_mib": round(fetch.n_bytes / 2**20, 1), "fetch_seconds": round(fetch.seconds, 3),
+                "placed_fallbacks": fetch.placed_fallbacks}
+
 
 class PrometheusMetricsSource:
     """The ``MetricsSource`` over Prometheus; ``read_long`` for the label-preserving long form."""
