@@ -4,7 +4,8 @@ From Prometheus: per metric, one ``/api/v1/series`` probe counts the series (nam
 namespace when the server refuses to list that many: ``census.list_series``), then raw
 range-selector reads (``metric{selector}[span]`` at the chunk end, as the DCGM reader
 does) in time chunks small enough that one response stays under half of
-``prometheus.max_samples_per_query``. Responses are decoded with
+``prometheus.max_samples_per_query``; a chunk the server still refuses for its size (its own
+``--query.max-samples``) is halved in time, down to one scrape interval. Responses are decoded with
 ``cardhours.sources.prometheus.decode`` and windowed to ``[start, end)``. From a file
 (``kubernetes.path``): the OpenMetrics reader, keeping the metrics asked for.
 """
@@ -22,7 +23,7 @@ from cardhours.config.cluster import ClusterConfig
 from cardhours.sources.metrics import MetricsSourceError
 from cardhours.sources.openmetrics import read_openmetrics
 from cardhours.sources.prometheus import SAMPLES_SCHEMA, LongSamples
-from cardhours.sources.prometheus.client import PrometheusClient
+from cardhours.sources.prometheus.client import PrometheusClient, PrometheusQueryError
 from cardhours.sources.prometheus.census import list_series
 from cardhours.sources.prometheus.decode import DecodeError, Matrix, decode_matrix
 from cardhours.sources.prometheus.fetch import window_text
@@ -80,18 +81,33 @@ class KubeReader:
         n_series = len(label_sets)
         if n_series == 0:
             return []
-        step = chunk_ms(n_series, prom.scrape_interval_seconds * 1000, prom.max_samples_per_query, end_ms - start_ms)
+        interval = prom.scrape_interval_seconds * 1000
+        step = chunk_ms(n_series, interval, prom.max_samples_per_query, end_ms - start_ms)
+        chunks = [(a, min(a + step, end_ms)) for a in range(start_ms, end_ms, step)]
         out = []
-        for a in range(start_ms, end_ms, step):
-            b = min(a + step, end_ms)
-            query = f"{match}[{b - a + 1}ms]"
-            body = self.client.get("/api/v1/query", {"query": query, "time": seconds(b)}, query=query,
-                                   window=window_text(a, b))
+        while chunks:  # a chunk the server refuses for its size is halved in time, down to one interval
+            a, b = chunks.pop()
             try:
-                out.append(decode_matrix(body).window(a, b))
-            except DecodeError as exc:
-                raise self.client.undecodable("/api/v1/query", query, window_text(a, b), exc) from exc
+                out.append(self._chunk(match, a, b))
+            except PrometheusQueryError as exc:
+                if not exc.too_many_samples:
+                    raise
+                if b - a <= interval:
+                    exc.add_note(f"cardhours cannot make this request smaller: {b - a} ms is one scrape interval")
+                    raise
+                middle = a + (b - a) // 2
+                chunks += [(middle, b), (a, middle)]
         return out
+
+    def _chunk(self, match: str, a: int, b: int) -> Matrix:
+        """The raw samples of ``match`` in ``[a, b)``."""
+        query = f"{match}[{b - a + 1}ms]"
+        body = self.client.get("/api/v1/query", {"query": query, "time": seconds(b)}, query=query,
+                               window=window_text(a, b))
+        try:
+            return decode_matrix(body).window(a, b)
+        except DecodeError as exc:
+            raise self.client.undecodable("/api/v1/query", query, window_text(a, b), exc) from exc
 
 
 def to_long(matrices: Sequence[Matrix]) -> LongSamples:
