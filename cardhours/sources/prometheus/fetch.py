@@ -100,9 +100,10 @@ def fetch_all(client: PrometheusClient, partitions: list[Partition], *, probe: C
               plan: Callable[[Census, int, int], list[Request]], selector: str, max_parallel: int,
               min_span_ms: int) -> tuple[list[Census], LongSamples, FetchStats]:
     """Probe each partition, plan it as soon as its census is in, fetch every request (refused ones
-    split); all on one pool, so probes overlap fetches. Once a metric's last request is answered
-    its answers are decoded into place on a second pool (one thread per CPU, at most 4) while
-    the other metrics are fetched. Censuses are returned in partition order."""
+    split); all on one pool, so probes overlap fetches. Each body is scanned on the decoding
+    thread as soon as it is in; once a metric's last answer is scanned, its answers are decoded
+    into place on that thread while the other metrics are fetched (on one thread per CPU, at
+    most 4, when nothing else is in flight). Censuses are returned in partition order."""
     stats = FetchStats()
     started = time.perf_counter()
     censuses: dict[int, Census] = {}
