@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cardhours.sources.prometheus.decode import (
-    DecodeError, Matrix, decode_data, decode_label_sets, decode_matrix, decode_matrix_json,
+    Columns, DecodeError, Matrix, decode_columns, decode_data, decode_label_sets, decode_matrix, decode_matrix_json,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
@@ -140,6 +140,7 @@ def test_victoria_cluster_partial_answers_never_decode_complete_ones_do() -> Non
     with pytest.raises(DecodeError, match="isPartial: true"):
         decode_matrix(partial)
     complete = good.replace(b'{"status":"success",', b'{"status":"success","isPartial":false,', 1)
+    assert isinstance(decode_columns(complete), Columns)  # the fast way, not json.loads
     expected, got = decode_matrix(good), decode_matrix(complete)
     assert got.labels == expected.labels and got.ts_ms.tolist() == expected.ts_ms.tolist()
     assert np.array_equal(got.values, expected.values, equal_nan=True)

@@ -109,9 +109,15 @@ def test_answer_with_another_metric_fails_naming_query_and_window() -> None:
     assert "asked for m" in str(caught.value) and "1970-01-01" in caught.value.window
 
 
-def test_a_partial_answer_fails_the_read_a_complete_one_reads_as_usual() -> None:
+def test_a_partial_answer_fails_the_read_a_complete_one_reads_as_usual(monkeypatch) -> None:
     with pytest.raises(PrometheusQueryError, match="isPartial: true"):
         read(Recorded(partial=True))
-    _, long, _ = read(Recorded(partial=False))
+
+    def reference(*args, **kwargs):
+        raise AssertionError("a complete answer is scanned and placed, not decoded the reference way")
+
+    monkeypatch.setattr(fetch, "decode_chunk", reference)
+    _, long, stats = read(Recorded(partial=False))
+    assert stats.placed_fallbacks == 0
     _, usual, _ = read(Recorded())
     assert long.samples.equals(usual.samples) and long.series.equals(usual.series)

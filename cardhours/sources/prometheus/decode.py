@@ -32,6 +32,9 @@ from cardhours.sources.prometheus.errors import DecodeError
 from cardhours.sources.prometheus.scratch import Scratch
 
 SUCCESS_MATRIX = b'{"status":"success","data":{"resultType":"matrix","result":['
+# VictoriaMetrics' cluster (vmselect) says whether storage nodes were missing; a complete
+# answer is read the fast way too (a partial one is refused by the reference decoder).
+COMPLETE_MATRIX = b'{"status":"success","isPartial":false,"data":{"resultType":"matrix","result":['
 METRIC = b'{"metric":'
 VALUES = b',"values":['
 
@@ -91,13 +94,23 @@ def _load_success(body: bytes) -> dict:
     return doc
 
 
+def matrix_start(body: bytes | memoryview) -> int | None:
+    """Where the series of a successful matrix answer in the compact layout begin, or None."""
+    for prefix in (SUCCESS_MATRIX, COMPLETE_MATRIX):
+        if bytes(body[:len(prefix)]) == prefix:
+            return len(prefix)
+    return None
+
+
 def _scan(body: bytes) -> tuple[list[bytes], Bounds] | None:
     """Each series' ``"metric"`` object (unparsed JSON text) and where its values list is
     (``body[start:end]`` is ``[t,"v"],...,[t,"v"]``; empty when ``start == end``), or None
     when the layout is not the compact one."""
     texts: list[bytes] = []
     bounds: Bounds = []
-    pos = len(SUCCESS_MATRIX)
+    pos = matrix_start(body)
+    if pos is None:
+        return None
     if body.startswith(b"]}", pos):
         return texts, bounds
     while True:
@@ -196,8 +209,6 @@ def decode_columns(body: bytes, shift_ms: int = 0, scratch: Scratch | None = Non
     """:class:`Columns` of a matrix response in the compact layout (timestamps less
     ``shift_ms``; arrays from ``scratch`` when given), else the :func:`decode_matrix_json`
     result (or its DecodeError; unshifted)."""
-    if not body.startswith(SUCCESS_MATRIX):
-        return decode_matrix_json(body)
     scanned = _scan(body)
     if scanned is None:
         return decode_matrix_json(body)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cardhours.sources.prometheus.chunks import SeriesIndex, SeriesKey
-from cardhours.sources.prometheus.decode import SUCCESS_MATRIX
+from cardhours.sources.prometheus.decode import COMPLETE_MATRIX, matrix_start
 from cardhours.sources.prometheus.merge import MetricSamples, Take
 from cardhours.sources.prometheus.plan import Request
 
@@ -58,11 +58,12 @@ def scan(body: Body, request: Request, index: SeriesIndex) -> Scanned | None:
     from cardhours.sources.prometheus.jit_values import OK
 
     u8 = np.frombuffer(body, np.uint8)
-    if u8[:len(SUCCESS_MATRIX)].tobytes() != SUCCESS_MATRIX:
+    first = matrix_start(u8[:len(COMPLETE_MATRIX)].tobytes())
+    if first is None:
         return None
     room = len(u8) // 32 + 1  # a series takes more than 32 bytes
     texts, starts, ends, counts = np.empty((room, 2), np.int64), *(np.empty(room, np.int64) for _ in range(3))
-    status, n, tail = scan_lists(u8, len(SUCCESS_MATRIX), request.ts_shift_ms,
+    status, n, tail = scan_lists(u8, first, request.ts_shift_ms,
                                  request.start_ms * 1000, request.end_ms * 1000, texts, starts, ends, counts)
     if status != OK or u8[tail:tail + 2].tobytes() != b"]}" or b'"warnings"' in u8[tail:].tobytes():
         return None
