@@ -11,22 +11,19 @@ import pytest
 from cardhours.config import load_config
 from cardhours.config.cluster import ClusterConfig
 from cardhours.simulate.run import SimulationResult
-from cardhours.sources.kube.landing import Landing, land
-from cardhours.sources.kube.reader import KubeReader
+from cardhours.sources.kube.landing import Landing
 from cardhours.sources.prometheus.source import PrometheusMetricsSource
 from transforms.stg_kube__jobs import stg_kube__jobs
 from transforms.stg_kube__pods import stg_kube__pods
-from tests.integration.kube.cases import DAYS, STEP, T0, T1
+from tests.integration.kube.cases import STEP, T0, T1
+from tests.integration.kube.reading import land_days
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def landings(cluster: ClusterConfig) -> list[Landing]:
-    reader = KubeReader(cluster)
-    assert reader.kube.path is None and reader.client is not None  # through the HTTP API
-    days = [T0 + timedelta(days=i) for i in range(DAYS)]
-    return [land(reader.read(d, d + timedelta(days=1)), cluster.kubernetes, cluster.name, d.date()) for d in days]
+    return land_days(cluster)
 
 
 @pytest.fixture(scope="module")
