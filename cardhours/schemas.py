@@ -85,6 +85,8 @@ RAW_SACCT_SCHEMA: dict[str, pl.DataType] = {
     "source": pl.String(),
     "line_no": pl.Int64(),
     **{column: pl.String() for column in SACCT_FIELDS.values()},
+    "read_note": pl.String(),  # how the line was repaired while reading (null: read as it was)
+    "raw_line": pl.Binary(),  # the line's bytes, kept only when they were not UTF-8
 }
 
 QUARANTINE_SCHEMA: dict[str, pl.DataType] = {

@@ -13,7 +13,7 @@ from dagster import ConfigurableResource
 
 from cardhours.config import Config, load_config
 from cardhours.sources.metrics import FileMetricsSource, MetricsSource, MetricsSourceError
-from cardhours.sources.sacct import read_sacct_file, run_sacct, parse_sacct_text, overlapping_rows
+from cardhours.sources.sacct import overlapping_rows, parse_sacct_output, read_sacct_file, run_sacct, window_source
 from warehouse import connect
 
 
@@ -52,6 +52,9 @@ class CardhoursResource(ConfigurableResource):
             raise ValueError(f"cluster {cluster!r} has no [clusters.slurm] section")
         if slurm.sacct_file is not None:
             return read_sacct_file(slurm.sacct_file, cluster=cluster, day=day, start=start, end=end)
-        text = run_sacct(slurm.sacct_command, start, end, slurm.slurm_cluster or cluster)
-        raw, rejects = parse_sacct_text(text, source="sacct", cluster=cluster, day=day, has_header=False)
+        as_json = slurm.sacct_output == "json"
+        name = slurm.slurm_cluster or cluster
+        output = run_sacct(slurm.sacct_command, start, end, name, json_output=as_json)
+        source = window_source(start, end, name, json_output=as_json)
+        raw, rejects = parse_sacct_output(output, source=source, cluster=cluster, day=day, has_header=False)
         return overlapping_rows(raw, start, end), rejects

@@ -107,7 +107,8 @@ def quarantine_rows(indexed: pl.DataFrame, parsed: pl.DataFrame) -> pl.DataFrame
         partition_key=pl.col("day").cast(pl.String),
         location=pl.format("{}:{}", pl.col("source"), pl.col("line_no")),
         reason=pl.col("_reason"),
-        payload=pl.struct(pl.exclude("_row", "_reason")).struct.json_encode(),
+        payload=pl.struct(pl.exclude("_row", "_reason", "raw_line"), raw_base64=pl.col("raw_line").bin.encode("base64"))
+        .struct.json_encode(),
         n_rows=pl.lit(1, pl.Int64),
     ).cast(QUARANTINE_SCHEMA)
 

@@ -130,6 +130,11 @@ class SlurmConfig(StrictModel):
     sacct_file: ConfigPath | None = None
     # `sacct -M` name; ClusterConfig fills in the cluster's own name when omitted.
     slurm_cluster: Text | None = None
+    # Command mode: what sacct prints. "json" needs Slurm 21.08+; saved files are told apart by content.
+    sacct_output: Literal["parsable2", "json"] = "parsable2"
+    # The day's ingest fails when more than this share of sacct rows is quarantined (the source is
+    # then misconfigured); below it, bad rows are quarantined with a reason and the day lands.
+    max_quarantine_share: float = Field(default=0.01, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _one_mode(self) -> SlurmConfig:

@@ -7,6 +7,7 @@ cannot be split into the fixed field list are returned as quarantine rows, never
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shlex
@@ -17,8 +18,13 @@ from pathlib import Path
 import polars as pl
 
 from cardhours.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, SACCT_FIELDS, SACCT_FORMAT
+from cardhours.sources.sacct_json import JsonError, json_rows, repair_text
+from cardhours.sources.sacct_lines import FIXED_LAYOUT, HeaderError, LineError, decode_line, header_layout, split_line
 
-__all__ = ["SacctError", "parse_sacct_text", "read_sacct_file", "run_sacct", "sacct_arguments"]
+__all__ = [
+    "SacctError", "parse_sacct_json", "parse_sacct_output", "parse_sacct_text", "read_sacct_file", "run_sacct",
+    "sacct_arguments", "sacct_json_arguments", "window_source",
+]
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 
@@ -44,75 +50,131 @@ def sacct_arguments(start: datetime, end: datetime, slurm_cluster: str) -> list[
     ]
 
 
-def run_sacct(command: str, start: datetime, end: datetime, slurm_cluster: str, timeout: float = 600) -> str:
-    """Run sacct with ``TZ=UTC`` and return its stdout (no header line)."""
-    argv = shlex.split(command) + sacct_arguments(start, end, slurm_cluster)
+def sacct_json_arguments(start: datetime, end: datetime, slurm_cluster: str) -> list[str]:
+    """The sacct arguments of ``--json`` mode (Slurm 21.08+): the same window and jobs."""
+    return ["--json", "--allusers", "--duplicates", "-S", start.strftime(_TIME_FORMAT), "-E",
+            end.strftime(_TIME_FORMAT), "-M", slurm_cluster]
+
+
+def run_sacct(command: str, start: datetime, end: datetime, slurm_cluster: str, timeout: float = 600,
+              *, json_output: bool = False) -> bytes:
+    """Run sacct with ``TZ=UTC`` and return its stdout as bytes (no header line).
+
+    Bytes, because job names are whatever users typed: decoding is the parser's job, line by
+    line, so one name that is not UTF-8 never costs the day."""
+    arguments = sacct_json_arguments(start, end, slurm_cluster) if json_output else sacct_arguments(start, end, slurm_cluster)
+    argv = shlex.split(command) + arguments
     env = {**os.environ, "TZ": "UTC"}
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+        done = subprocess.run(argv, capture_output=True, env=env, timeout=timeout, check=False)
     except FileNotFoundError as exc:
         raise SacctError(f"sacct command not found: {argv[0]!r}") from exc
     except subprocess.TimeoutExpired as exc:
         raise SacctError(f"sacct did not answer within {timeout:.0f} s: {' '.join(argv)}") from exc
     if done.returncode != 0:
-        raise SacctError(f"sacct exited with {done.returncode}: {done.stderr.strip()[:500]}")
+        stderr = done.stderr.decode("utf-8", errors="replace").strip()[:500]
+        raise SacctError(f"sacct exited with {done.returncode}: {stderr}")
     return done.stdout
 
 
+def window_source(start: datetime, end: datetime, slurm_cluster: str, json_output: bool = False) -> str:
+    """How command-mode rows name where they came from: the sacct window asked for."""
+    flag = "--json " if json_output else ""
+    return f"sacct {flag}-M {slurm_cluster} -S {start.strftime(_TIME_FORMAT)} -E {end.strftime(_TIME_FORMAT)}"
+
+
 def parse_sacct_text(
-    text: str, *, source: str, cluster: str, day: date, has_header: bool
+    data: bytes | str, *, source: str, cluster: str, day: date, has_header: bool
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Split sacct ``--parsable2`` text into raw rows and quarantined lines."""
-    lines = text.splitlines()
-    fields = list(SACCT_FIELDS)
-    first_line = 1
+    """Split sacct ``--parsable2`` output into raw rows and quarantined lines (sacct_lines has the rules).
+
+    With ``has_header`` the first line names the columns (any order, extra ones ignored);
+    without it the fields are cardhours' own ``--format`` list."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    layout, first_line = FIXED_LAYOUT, 1
     if has_header:
-        if not lines:
+        if not lines or not lines[0].strip():
             raise SacctError(f"{source}: empty file, expected a header line")
-        header = lines[0].split("|")
-        if header != fields:
+        try:
+            layout = header_layout(decode_line(lines[0].rstrip(b"\r"))[0].split("|"))
+        except HeaderError as exc:
             raise SacctError(
-                f"{source}:1: header {header} differs from the expected fields {fields}; "
-                f"save sacct output with --parsable2 --format={SACCT_FORMAT}"
-            )
+                f"{source}:1: {exc}; save sacct output with --parsable2 --format={SACCT_FORMAT}"
+            ) from exc
         lines, first_line = lines[1:], 2
-    rows: list[list[str]] = []
-    line_numbers: list[int] = []
+    rows: list[dict[str, object]] = []
     rejects: list[dict[str, object]] = []
-    for offset, line in enumerate(lines):
-        line_no = first_line + offset
-        if not line.strip():
+    for line_no, data_line in enumerate(lines, start=first_line):
+        data_line = data_line.rstrip(b"\r")
+        if not data_line.strip():
             continue
-        parts = line.split("|")
-        if len(parts) != len(fields):
-            rejects.append(_reject(cluster, source, day, line_no, len(parts), len(fields), line))
+        text, decode_note = decode_line(data_line)
+        evidence = data_line if decode_note else None
+        try:
+            values, split_note = split_line(text, layout)
+        except LineError as exc:
+            rejects.append(_reject(cluster, source, day, line_no, str(exc), text, evidence))
             continue
-        rows.append(parts)
-        line_numbers.append(line_no)
-    return _rows_frame(rows, line_numbers, source, cluster, day), pl.DataFrame(rejects, schema=QUARANTINE_SCHEMA)
+        note = "; ".join(n for n in (decode_note, split_note) if n) or None
+        rows.append({**values, "line_no": line_no, "read_note": note, "raw_line": evidence})
+    return raw_frame(rows, source, cluster, day), pl.DataFrame(rejects, schema=QUARANTINE_SCHEMA)
 
 
-def _reject(cluster: str, source: str, day: date, line_no: int, got: int, want: int, line: str) -> dict[str, object]:
+def parse_sacct_json(data: bytes, *, source: str, cluster: str, day: date) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split ``sacct --json`` output into raw rows (as ``--parsable2`` would give) and quarantined jobs."""
+    try:
+        entries = list(json_rows(data, source))
+    except JsonError as exc:
+        raise SacctError(str(exc)) from exc
+    rows: list[dict[str, object]] = []
+    rejects: list[dict[str, object]] = []
+    for position, fields, problem in entries:
+        if fields is None:
+            rejects.append(_reject(cluster, source, day, position, problem or "unreadable", f"jobs[{position - 1}]", None))
+            continue
+        fields, note, evidence = repair_text(fields)
+        rows.append({**fields, "line_no": position, "read_note": note, "raw_line": evidence})
+    return raw_frame(rows, source, cluster, day), pl.DataFrame(rejects, schema=QUARANTINE_SCHEMA)
+
+
+def parse_sacct_output(data: bytes, *, source: str, cluster: str, day: date, has_header: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Either format, told apart by the first byte: ``{`` is ``--json``, anything else ``--parsable2``."""
+    if data.lstrip()[:1] == b"{":
+        return parse_sacct_json(data, source=source, cluster=cluster, day=day)
+    return parse_sacct_text(data, source=source, cluster=cluster, day=day, has_header=has_header)
+
+
+def _reject(cluster: str, source: str, day: date, line_no: int, reason: str, line: str,
+            evidence: bytes | None) -> dict[str, object]:
+    payload: dict[str, str] = {"line": line}
+    if evidence is not None:
+        payload["raw_base64"] = base64.b64encode(evidence).decode("ascii")
     return {
         "cluster": cluster,
         "source": "sacct",
         "partition_key": day.isoformat(),
         "location": f"{source}:{line_no}",
-        "reason": f"line has {got} fields, expected {want}",
-        "payload": json.dumps({"line": line}),
+        "reason": reason,
+        "payload": json.dumps(payload),
         "n_rows": 1,
     }
 
 
-def _rows_frame(rows: list[list[str]], line_numbers: list[int], source: str, cluster: str, day: date) -> pl.DataFrame:
-    columns = list(SACCT_FIELDS.values())
-    data = {name: [row[i] for row in rows] for i, name in enumerate(columns)}
-    frame = pl.DataFrame(data, schema={name: pl.String() for name in columns})
+def raw_frame(rows: list[dict[str, object]], source: str, cluster: str, day: date) -> pl.DataFrame:
+    """RAW_SACCT_SCHEMA rows from dicts keyed by sacct field name (plus line_no, read_note, raw_line)."""
+    data = {column: [row[field] for row in rows] for field, column in SACCT_FIELDS.items()}
+    frame = pl.DataFrame(data, schema={column: pl.String() for column in SACCT_FIELDS.values()})
     frame = frame.with_columns(
         pl.lit(cluster).alias("cluster"),
         pl.lit(day).alias("day"),
         pl.lit(source).alias("source"),
-        pl.Series("line_no", line_numbers, dtype=pl.Int64()),
+        pl.Series("line_no", [row["line_no"] for row in rows], dtype=pl.Int64()),
+        pl.Series("read_note", [row["read_note"] for row in rows], dtype=pl.String()),
+        pl.Series("raw_line", [row["raw_line"] for row in rows], dtype=pl.Binary()),
     )
     return frame.select([pl.col(c).cast(t) for c, t in RAW_SACCT_SCHEMA.items()])
 
@@ -135,9 +197,10 @@ def overlapping_rows(raw: pl.DataFrame, start: datetime, end: datetime) -> pl.Da
 
 
 def read_sacct_file(path: str | Path, *, cluster: str, day: date, start: datetime, end: datetime) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """File mode: the rows of a saved ``sacct --parsable2`` output (with header) for a window."""
+    """File mode: the rows of a saved ``sacct --parsable2`` output (with header) or ``sacct --json``
+    output, for a window."""
     path = Path(path)
     if not path.is_file():
         raise SacctError(f"sacct file not found: {path}")
-    raw, rejects = parse_sacct_text(path.read_text(), source=str(path), cluster=cluster, day=day, has_header=True)
+    raw, rejects = parse_sacct_output(path.read_bytes(), source=str(path), cluster=cluster, day=day, has_header=True)
     return overlapping_rows(raw, start, end), rejects
