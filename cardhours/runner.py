@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dagster import DagsterInstance, ExecuteInProcessResult
+from dagster import DagsterEventType, DagsterInstance, ExecuteInProcessResult
 
 from cardhours.config import Config
 from pipelines.definitions import build_definitions
@@ -37,11 +37,29 @@ def _instance() -> DagsterInstance:
 
 
 def _failure_text(result: ExecuteInProcessResult) -> str:
+    """The failed checks, each with what it found, then the first failed step's error."""
+    texts = failed_check_texts(result.all_events)
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             error = event.step_failure_data.error
-            return f"step {event.step_key}: {error.message.strip()}"
-    return "unknown failure (see the Dagster logs)"
+            texts.append(f"step {event.step_key}: {error.message.strip()}")
+            break
+    return "\n".join(texts) or "unknown failure (see the Dagster logs)"
+
+
+def failed_check_texts(events) -> list[str]:
+    """One line per failed asset check: its name, asset, partition and description."""
+    texts = []
+    for event in events:
+        if event.event_type != DagsterEventType.ASSET_CHECK_EVALUATION:
+            continue
+        evaluation = event.event_specific_data
+        if evaluation.passed:
+            continue
+        where = "/".join(evaluation.asset_key.path)
+        found = evaluation.description or "no description (see the Dagster logs)"
+        texts.append(f"check {evaluation.check_name} on {where}: {found}")
+    return texts
 
 
 def run_month(

@@ -7,6 +7,8 @@ from datetime import datetime
 
 import polars as pl
 
+from transforms.slurm_policy import TERMINAL_STATES
+
 RUN_KEY = ("cluster", "job_id_raw", "submit_time", "start_time")
 
 
@@ -63,3 +65,41 @@ def with_step_counts(runs: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
         .with_columns(pl.col("n_steps").fill_null(0))
         .drop("_run")
     )
+
+
+LAST_SAMPLES_SCHEMA: dict[str, pl.DataType] = {
+    "cluster": pl.String(),
+    "job_id_raw": pl.String(),  # the hpc_job label
+    "start_time": pl.Datetime("us"),  # the run it was looked up for
+    "last_sample_end": pl.Datetime("us"),  # the last labelled sample at or after the start + one step
+}
+
+
+def runaway(frame_state: str = "state") -> pl.Expr:
+    """A run in a terminal state whose End is unknown: slurmdbd lost its end (a runaway job)."""
+    return (
+        pl.col(frame_state).is_in(TERMINAL_STATES) & pl.col("start_time").is_not_null() & pl.col("end_time").is_null()
+    )
+
+
+def with_runaway_ends(runs: pl.DataFrame, last_samples: pl.DataFrame | None) -> pl.DataFrame:
+    """Runaway runs ended at the earliest of start + time limit, their last labelled DCGM sample
+    (``last_samples``) and the end of the month they started in; ``end_inferred_from`` names which
+    (``time_limit``, ``last_sample``, ``month_end``), null for every other run."""
+    samples = last_samples if last_samples is not None else pl.DataFrame(schema=LAST_SAMPLES_SCHEMA)
+    joined = runs.join(samples.select(list(LAST_SAMPLES_SCHEMA)), on=["cluster", "job_id_raw", "start_time"],
+                       how="left", nulls_equal=True, maintain_order="left")
+    start = pl.col("start_time")
+    by_limit = start + pl.duration(seconds=pl.col("timelimit_seconds"))
+    by_month = start.dt.month_start().dt.offset_by("1mo")
+    inferred = pl.min_horizontal(by_limit, pl.col("last_sample_end"), by_month)
+    source = (
+        pl.when(inferred == by_limit).then(pl.lit("time_limit"))
+        .when(inferred == pl.col("last_sample_end")).then(pl.lit("last_sample"))
+        .otherwise(pl.lit("month_end"))
+    )  # fmt: skip  (one rule a line)
+    is_runaway = runaway()
+    return joined.with_columns(
+        end_inferred_from=pl.when(is_runaway).then(source),
+        end_time=pl.when(is_runaway).then(pl.max_horizontal(inferred, start)).otherwise(pl.col("end_time")),
+    ).drop("last_sample_end")

@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import polars as pl
 
+from transforms.slurm_policy import MAX_GPU_COUNT, reason
 from transforms.slurm_values import SlurmParseError
 
 MIG_SLICES = 7  # compute slices of a full A100/H100/H200; override per profile with weights
@@ -55,6 +56,8 @@ def _gpu_entries(tres: str) -> tuple[int | None, dict[str, int]]:
             continue
         if not value.isdigit():
             raise SlurmParseError(f"bad GPU count in {item.strip()!r}")
+        if int(value) > MAX_GPU_COUNT:
+            raise SlurmParseError(reason("ABSURD_COUNT", f"GPU count {value} in {item.strip()!r} is beyond any cluster"))
         if key == "gres/gpu":
             untyped = int(value)
         else:

@@ -23,9 +23,18 @@ from datetime import datetime
 import polars as pl
 
 from transforms.slurm_rows import ERROR_COLUMNS, TIME_COLUMNS, parse_rows, quarantine_rows
-from transforms.slurm_runs import RUN_KEY, drop_superseded_pending, in_window, latest_per_key, with_step_counts
+from transforms.slurm_runs import (
+    LAST_SAMPLES_SCHEMA,
+    RUN_KEY,
+    drop_superseded_pending,
+    in_window,
+    latest_per_key,
+    runaway,
+    with_runaway_ends,
+    with_step_counts,
+)
 
-__all__ = ["ERROR_COLUMNS", "RUN_KEY", "SCHEMA", "TIME_COLUMNS", "in_window", "stg_slurm__jobs"]  # re-exported too
+__all__ = ["ERROR_COLUMNS", "LAST_SAMPLES_SCHEMA", "RUN_KEY", "SCHEMA", "TIME_COLUMNS", "in_window", "runaway", "stg_slurm__jobs"]  # re-exported too
 
 SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
@@ -57,6 +66,8 @@ SCHEMA: dict[str, pl.DataType] = {
     "hosts": pl.List(pl.String()),
     "timelimit_seconds": pl.Int64(),
     "n_steps": pl.Int32(),
+    # null, or how a runaway's unknown End was inferred: time_limit, last_sample or month_end
+    "end_inferred_from": pl.String(),
 }
 
 
@@ -65,19 +76,24 @@ def stg_slurm__jobs(
     window_start: datetime,
     window_end: datetime,
     mig_weights: Mapping[str, float] | None = None,
+    max_node_gpus: pl.DataFrame | None = None,
+    last_samples: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(jobs in SCHEMA, rejects in QUARANTINE_SCHEMA) from raw sacct rows.
 
     ``mig_weights`` maps a MIG gres type or profile ("3g.40gb") to its share of a GPU;
-    profiles not in it count compute slices / 7.
+    profiles not in it count compute slices / 7. ``max_node_gpus`` (cluster, max_node_gpus)
+    quarantines rows holding more GPUs than their nodes can. ``last_samples``
+    (LAST_SAMPLES_SCHEMA) bounds runaway runs by their last labelled DCGM sample
+    (transforms.slurm_policy has every rule).
     """
     indexed = raw.with_row_index("_row")
-    parsed = parse_rows(indexed, mig_weights)
+    parsed = parse_rows(indexed, mig_weights, max_node_gpus)
     rejects = quarantine_rows(indexed, parsed)
     good = parsed.filter(pl.col("_reason") == "")
     steps = latest_per_key(good.filter(pl.col("_is_step")), ["cluster", "job_id_raw", "start_time"])
     runs = latest_per_key(good.filter(~pl.col("_is_step")), list(RUN_KEY))
-    runs = drop_superseded_pending(runs).filter(in_window(window_start, window_end))
+    runs = with_runaway_ends(drop_superseded_pending(runs), last_samples).filter(in_window(window_start, window_end))
     runs = with_step_counts(runs, steps)
     jobs = runs.with_columns(
         scheduler=pl.lit("slurm"),

@@ -6,6 +6,8 @@ instances moved to one device row; every rejected value lands in ``raw.quarantin
 (source "dcgm") and is counted in the metadata.
 """
 
+from datetime import date
+
 import polars as pl
 from dagster import AssetCheckSpec, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
@@ -13,14 +15,17 @@ from cardhours.schemas import QUARANTINE_SCHEMA, SAMPLE_VALUE_COLUMNS
 from pipelines.checks.quarantine import CHECK_NAME as QUARANTINE_CHECK
 from pipelines.checks.quarantine import ClusterQuarantine, quarantine_share_check, values_by_reason
 from pipelines.checks.raw import check_raw_table
+from pipelines.checks.suites import node_gpu_capacity
 from pipelines.partitions import daily_partitions, naive_window
 from pipelines.resources import CardhoursResource
 from transforms.dcgm_quality import SOURCE as DCGM_SOURCE
 from transforms.dcgm_quality import ScreenResult, quarantine_share, screen_samples
+from transforms.slurm_rows import rejects_by_code, row_rejects
 from warehouse import replace_partition
 
 SAMPLES_KEY = ["raw", "dcgm_samples"]
 SACCT_KEY = ["raw", "slurm_sacct"]
+SACCT_SHARE_CHECK = "sacct_quarantine_share"
 
 
 def fields_present(samples: pl.DataFrame) -> list[str]:
@@ -101,18 +106,27 @@ def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResourc
     group_name="ingest",
     kinds={"duckdb"},
     description="sacct rows (allocations and steps) of jobs active or pending during the day, fields as text.",
-    check_specs=[AssetCheckSpec("gx_raw_slurm_sacct", asset=SACCT_KEY, blocking=True)],
+    check_specs=[
+        AssetCheckSpec("gx_raw_slurm_sacct", asset=SACCT_KEY, blocking=True),
+        AssetCheckSpec(SACCT_SHARE_CHECK, asset=SACCT_KEY, blocking=True,
+                       description="Quarantined share of the day's sacct rows within slurm.max_quarantine_share."),
+    ],
 )
 def raw_slurm_sacct(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, end = naive_window(context.partition_time_window)
     day = start.date()
     rows: dict[str, int] = {}
     quarantined: dict[str, int] = {}
+    outcomes: list[ClusterQuarantine] = []
+    weights = dict(cardhours.config.rates.mig_profile_weights)
+    capacity = node_gpu_capacity(cardhours.config.inventory_frame())
     with cardhours.warehouse() as conn:
         for cluster in cardhours.config.clusters:
             if cluster.slurm is None:
                 continue
             raw, rejects = cardhours.sacct_rows(cluster.name, day, start, end)
+            outcomes.append(sacct_day_outcome(cluster.name, day, raw, rejects, cluster.slurm.max_quarantine_share,
+                                              row_rejects(raw, weights, capacity)))
             rows[cluster.name] = replace_partition(conn, "raw.slurm_sacct", raw, {"cluster": cluster.name, "day": day})
             quarantined[cluster.name] = replace_partition(
                 conn,
@@ -120,17 +134,32 @@ def raw_slurm_sacct(context: AssetExecutionContext, cardhours: CardhoursResource
                 rejects.select(list(QUARANTINE_SCHEMA)),
                 {"cluster": cluster.name, "source": "sacct", "partition_key": day.isoformat()},
             )
-            if quarantined[cluster.name]:
-                context.log.warning(f"{cluster.name}: {quarantined[cluster.name]} sacct lines quarantined")
+            if outcomes[-1].counts["quarantined_values"]:
+                context.log.warning(f"{cluster.name}: {outcomes[-1].counts['quarantined_values']} sacct rows "
+                                    f"quarantined (by reason: {dict(outcomes[-1].reasons)})")
     check = check_raw_table(cardhours, "raw.slurm_sacct", SACCT_KEY, "gx_raw_slurm_sacct", day)
+    share = quarantine_share_check(outcomes, SACCT_KEY, SACCT_SHARE_CHECK)
     return MaterializeResult(
         metadata={
             "rows": sum(rows.values()),
             "rows_by_cluster": rows,
             "quarantined_lines": sum(quarantined.values()),
+            "quarantined_rows_by_reason": MetadataValue.json({o.cluster: dict(o.reasons) for o in outcomes}),
             "window_start": str(start),
             "window_end": str(end),
         },
-        check_results=[check],
+        check_results=[check, share],
+    )
+
+
+def sacct_day_outcome(cluster: str, day: date, raw: pl.DataFrame, line_rejects: pl.DataFrame, max_share: float,
+                      row_rejects: pl.DataFrame) -> ClusterQuarantine:
+    """A cluster's day of sacct: lines that did not split plus rows staging will quarantine,
+    against every line read."""
+    bad = pl.concat([line_rejects.select(list(QUARANTINE_SCHEMA)), row_rejects.select(list(QUARANTINE_SCHEMA))])
+    counts, examples = rejects_by_code(bad)
+    return ClusterQuarantine(
+        cluster, day.isoformat(), {"quarantined_values": bad.height, "input_values": raw.height + line_rejects.height},
+        max_share, counts, unit="sacct rows", limit_key="slurm.max_quarantine_share", examples=examples,
     )
 

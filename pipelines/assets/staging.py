@@ -7,6 +7,7 @@ from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, Materialize
 
 from cardhours.schemas import QUARANTINE_SCHEMA, SAMPLE_VALUE_COLUMNS
 from pipelines.checks.gx_adapter import run_suite_on_frame
+from pipelines.checks.slurm_records import last_labelled_samples, unknown_states_check
 from pipelines.checks.suites import node_gpu_capacity, staged_jobs_frame, staged_jobs_suite
 from pipelines.partitions import daily_partitions, monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
@@ -21,6 +22,7 @@ MINUTELY_KEY = ["staging", "stg_dcgm__gpu_minutely"]
 PRESENCE_KEY = ["staging", "stg_dcgm__field_presence"]
 JOBS_KEY = ["staging", "stg_slurm__jobs"]
 JOBS_CHECK = "gx_stg_slurm__jobs"
+STATES_CHECK = "unknown_slurm_states"
 SAMPLES_DEP = AssetDep(["raw", "dcgm_samples"])
 PRESENCE_COLUMNS = ", ".join([*INSTANCE_KEY, *SAMPLE_VALUE_COLUMNS])
 
@@ -120,16 +122,26 @@ def stg_dcgm__field_presence_asset(context: AssetExecutionContext, cardhours: Ca
     group_name="staging",
     kinds={"duckdb", "polars"},
     deps=[AssetDep(["raw", "slurm_sacct"])],
-    check_specs=[AssetCheckSpec(JOBS_CHECK, asset=JOBS_KEY, blocking=True)],
+    check_specs=[
+        AssetCheckSpec(JOBS_CHECK, asset=JOBS_KEY, blocking=True),
+        AssetCheckSpec(STATES_CHECK, asset=JOBS_KEY, blocking=False,
+                       description="Job states sacct printed that cardhours does not know (staged as they are)."),
+    ],
     description="One row per Slurm job run overlapping the month (allocation rows; steps counted, never summed).",
 )
 def stg_slurm__jobs_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, end = naive_window(context.partition_time_window)
     month = start.date()
     weights = dict(cardhours.config.rates.mig_profile_weights)
+    capacity = node_gpu_capacity(cardhours.config.inventory_frame())
     with cardhours.warehouse() as conn:
         raw = read_frame(conn, "SELECT * FROM raw.slurm_sacct WHERE day >= ? AND day < ?", [start.date(), end.date()])
-        jobs, rejects = stg_slurm__jobs(raw, window_start=start, window_end=end, mig_weights=weights)
+        jobs, rejects = stg_slurm__jobs(raw, start, end, mig_weights=weights, max_node_gpus=capacity)
+        runaways = jobs.filter(pl.col("end_inferred_from").is_not_null())
+        if runaways.height:  # bound each by its last labelled DCGM sample, then stage again
+            samples = last_labelled_samples(conn, runaways, cardhours.config)
+            jobs, rejects = stg_slurm__jobs(raw, start, end, mig_weights=weights, max_node_gpus=capacity,
+                                            last_samples=samples)
         rows = replace_partition(conn, "staging.stg_slurm__jobs", jobs.with_columns(pl.lit(month).alias("month")), {"month": month})
         rejects = rejects.with_columns(pl.lit("stg_slurm__jobs").alias("source"), pl.lit(month.isoformat()).alias("partition_key"))
         quarantined = replace_partition(
@@ -140,8 +152,13 @@ def stg_slurm__jobs_asset(context: AssetExecutionContext, cardhours: CardhoursRe
         )
     if quarantined:
         context.log.warning(f"{quarantined} sacct rows could not be parsed; see raw.quarantine")
-    checked = staged_jobs_frame(jobs, node_gpu_capacity(cardhours.config.inventory_frame()))
+    checked = staged_jobs_frame(jobs, capacity)
     check = run_suite_on_frame(staged_jobs_suite(), checked, JOBS_KEY, JOBS_CHECK)
+    states = unknown_states_check(jobs, JOBS_KEY, STATES_CHECK)
+    if not states.passed:
+        context.log.warning(states.description)
+    runaway_count = jobs.filter(pl.col("end_inferred_from").is_not_null()).height
     return MaterializeResult(
-        metadata={"rows": rows, "quarantined_rows": quarantined, "month": str(month)}, check_results=[check]
+        metadata={"rows": rows, "quarantined_rows": quarantined, "runaway_runs": runaway_count, "month": str(month)},
+        check_results=[check, states],
     )

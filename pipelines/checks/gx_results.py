@@ -34,11 +34,43 @@ def check_result(
         "evaluated_rows": rows,
         "run_seconds": since(started),
     }
-    names = ", ".join(item["expectation"] for item in failed)
     return dg.AssetCheckResult(
         passed=bool(result.success), asset_key=asset_key, check_name=check_name, severity=severity,
-        description=f"failed: {names}" if failed else None, metadata=metadata,
+        description=describe_failures(result.suite_name, failed, len(result.results), rows) if failed else None,
+        metadata=metadata,
     )
+
+
+EXAMPLES_SHOWN = 5
+
+
+def describe_failures(suite: str, failed: Sequence[dict[str, Any]], expectations: int, rows: int) -> str:
+    """What a person reads: the suite, each failed expectation with its counts and up to
+    EXAMPLES_SHOWN offending values (GX's partial unexpected list) or the observed value."""
+    parts = [f"suite {suite}: {len(failed)} of {expectations} expectations failed over {rows:,} rows"]
+    for item in failed:
+        text = item["expectation"]
+        if "unexpected_count" in item:
+            share = item.get("unexpected_percent")
+            text += f": {item['unexpected_count']:,} unexpected" + (f" ({share:.4g}%)" if share is not None else "")
+        if values := item.get("partial_unexpected_list"):
+            text += ", e.g. " + ", ".join(_show(value) for value in values[:EXAMPLES_SHOWN])
+        elif "observed_value" in item:
+            text += f", observed {item['observed_value']!r}"
+        if "exception" in item:
+            text += f", error: {item['exception']}"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _show(value: Any) -> str:
+    """A value as a person reads it: strings quoted, pairs in parentheses, records as key=value."""
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_show(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={_show(v)}" for k, v in value.items()) + "}"
+    plain = _plain(value)
+    return repr(plain) if isinstance(plain, str) else str(plain)
 
 
 def since(started: float) -> float:

@@ -28,8 +28,11 @@ class ClusterQuarantine:
     cluster: str
     day: str
     counts: Mapping[str, int]  # ScreenResult.counts
-    max_share: float  # the cluster's metrics.max_quarantine_share
+    max_share: float  # the cluster's limit (metrics.max_quarantine_share, slurm.max_quarantine_share)
     reasons: Mapping[str, int] = field(default_factory=dict)  # reason -> quarantined values
+    unit: str = "sample values"  # what counts/input_values count
+    limit_key: str = "metrics.max_quarantine_share"  # the config key of max_share
+    examples: Mapping[str, str] = field(default_factory=dict)  # reason -> one example (location and value)
 
     @property
     def share(self) -> float:
@@ -58,16 +61,22 @@ def values_by_reason(quarantine: pl.DataFrame) -> dict[str, int]:
 
 
 def _describe(item: ClusterQuarantine) -> str:
-    reasons = ", ".join(f"{reason} ({rows:,} values)" for reason, rows in item.top_reasons()) or "no reason recorded"
+    word = item.unit.split()[-1]
+
+    def one(reason: str, rows: int) -> str:
+        example = item.examples.get(reason)
+        return f"{reason} ({rows:,} {word}" + (f", e.g. {example})" if example else ")")
+
+    reasons = ", ".join(one(reason, rows) for reason, rows in item.top_reasons()) or "no reason recorded"
     return (
-        f"cluster {item.cluster!r}, day {item.day}: {item.share:.4%} of sample values quarantined "
+        f"cluster {item.cluster!r}, day {item.day}: {item.share:.4%} of {item.unit} quarantined "
         f"({item.counts.get('quarantined_values', 0):,} of {item.counts.get('input_values', 0):,}), "
-        f"over metrics.max_quarantine_share {item.max_share:.4%}; biggest reasons: {reasons}"
+        f"over {item.limit_key} {item.max_share:.4%}; biggest reasons: {reasons}"
     )
 
 
 def quarantine_share_check(
-    results: Sequence[ClusterQuarantine], asset_key: AssetKey | Sequence[str]
+    results: Sequence[ClusterQuarantine], asset_key: AssetKey | Sequence[str], check_name: str = CHECK_NAME
 ) -> AssetCheckResult:
     """Fail (severity ERROR; the check is blocking) when any cluster's share exceeds its limit."""
     failing = [item for item in results if item.exceeded]
@@ -81,7 +90,7 @@ def quarantine_share_check(
     return AssetCheckResult(
         passed=not failing,
         asset_key=asset_key if isinstance(asset_key, AssetKey) else AssetKey(list(asset_key)),
-        check_name=CHECK_NAME,
+        check_name=check_name,
         severity=AssetCheckSeverity.ERROR,
         description=description,
         metadata=metadata,

@@ -14,6 +14,7 @@ from pipelines.checks.marts import (
     capacity_balance_check,
     matches_job_usage_check,
 )
+from pipelines.checks.slurm_records import unknown_states_check
 from pipelines.checks.suites import node_gpu_capacity, staged_jobs_frame, staged_jobs_suite
 from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
 from transforms.mart_cluster_monthly import capacity_gpu_hours
@@ -144,7 +145,6 @@ def test_staged_jobs_suite_passes_real_shapes() -> None:
     ("bad", "expectation"),
     [
         (staged(), "expect_compound_columns_to_be_unique"),
-        (staged(job_id_raw="9", state="LOST"), "expect_column_values_to_be_in_set(state)"),
         (staged(job_id_raw="9", end_time=datetime(2026, 10, 2, 7)), "expect_column_pair_values_a_to_be_greater_than_b"),
         (staged(job_id_raw="9", gpus=17.0, n_nodes=2), "expect_column_pair_values_a_to_be_greater_than_b"),
         (staged(job_id_raw="9", cluster="c2", gpus=4.01), "expect_column_pair_values_a_to_be_greater_than_b"),
@@ -154,3 +154,25 @@ def test_staged_jobs_suite_fails_each_violation(bad: dict, expectation: str) -> 
     result = run_jobs_suite([staged(), bad])
     assert not result.passed
     assert failed(result) == [expectation]
+    # what the CLI prints: the suite, the expectation, its counts and the offending values
+    assert result.description.startswith("suite staging.stg_slurm__jobs: 1 of 8 expectations failed over 2 rows; ")
+    assert f"{expectation}" in result.description and "unexpected" in result.description
+
+
+def test_failed_check_description_names_up_to_five_offending_values() -> None:
+    rows = [staged(job_id_raw=str(i), cluster="c1", gpus=9.0 + i) for i in range(7)]
+    result = run_jobs_suite([staged(job_id_raw="ok"), *rows])
+    assert result.description == (
+        "suite staging.stg_slurm__jobs: 1 of 8 expectations failed over 8 rows; "
+        "expect_column_pair_values_a_to_be_greater_than_b: 7 unexpected (87.5%), "
+        "e.g. (8.000000001, 9.0), (8.000000001, 10.0), (8.000000001, 11.0), (8.000000001, 12.0), (8.000000001, 13.0)"
+    )
+
+
+def test_unknown_states_are_a_warning_naming_each_state_with_examples() -> None:
+    jobs = pl.DataFrame([staged(job_id_raw=str(i), state="LAUNCH_FAILED") | {"job_id": str(i)} for i in range(7)]
+                        + [staged(job_id_raw="8") | {"job_id": "8"}], schema=JOBS_SCHEMA)
+    result = unknown_states_check(jobs, ["staging", "stg_slurm__jobs"], "unknown_slurm_states")
+    assert not result.passed and result.severity == AssetCheckSeverity.WARN
+    assert result.description == ("7 staged runs have a state cardhours does not know, billed as their times say: "
+                                  "LAUNCH_FAILED (7 runs, e.g. job 0, 1, 2, 3, 4)")

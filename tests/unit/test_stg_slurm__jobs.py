@@ -9,6 +9,8 @@ import polars as pl
 import pytest
 
 from cardhours.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, SACCT_FIELDS
+from transforms.slurm_policy import POLICIES, reason_code
+from transforms.slurm_runs import LAST_SAMPLES_SCHEMA
 from transforms.stg_slurm__jobs import SCHEMA, stg_slurm__jobs
 
 MARCH = (datetime(2024, 3, 1), datetime(2024, 4, 1))
@@ -40,6 +42,8 @@ def line(job_id: str, **fields: str) -> str:
         "slurm_cluster": "c1",
     }
     values.update(fields)
+    if values["start_time"] in ("Unknown", "None") and "elapsed_raw" not in fields:
+        values["elapsed_raw"] = "0"  # as sacct prints it for a job that never started
     return "|".join(values[c] for c in SACCT_FIELDS.values())
 
 
@@ -49,7 +53,8 @@ def raw(*days: tuple[date, list[str]]) -> pl.DataFrame:
     for day, lines in days:
         for no, text in enumerate(lines, start=2):
             fields = dict(zip(SACCT_FIELDS.values(), text.split("|"), strict=True))
-            rows.append({"cluster": "c1", "day": day, "source": f"sacct-{day}.txt", "line_no": no, **fields})
+            rows.append({"cluster": "c1", "day": day, "source": f"sacct-{day}.txt", "line_no": no, **fields,
+                         "read_note": None, "raw_line": None})
     return pl.DataFrame(rows, schema=RAW_SACCT_SCHEMA)
 
 
@@ -105,6 +110,7 @@ def test_allocation_row_parsed_and_steps_counted_not_summed() -> None:
         "hosts": None,
         "timelimit_seconds": 86400,
         "n_steps": 3,
+        "end_inferred_from": None,
     }
     assert job["hosts"] == ["gpu-01", "gpu-02"]
 
@@ -191,12 +197,13 @@ def test_requeued_runs_stay_distinct_and_keep_their_own_steps() -> None:
         ({"start_time": "2024-02-29T23:00:00", "end_time": "2024-03-01T00:00:01"}, True),  # crosses in
         ({"start_time": "2024-03-31T23:00:00", "end_time": "2024-04-01T02:00:00"}, True),  # crosses out
         ({"start_time": "2024-04-01T00:00:00", "end_time": "2024-04-01T02:00:00"}, False),  # after
-        ({"start_time": "2024-02-01T00:00:00", "end_time": "Unknown"}, True),  # still running
+        ({"state": "RUNNING", "start_time": "2024-02-01T00:00:00", "end_time": "Unknown"}, True),  # still running
         ({"start_time": "2024-03-01T00:00:00", "end_time": "2024-03-01T00:00:00"}, True),  # zero length
         ({"start_time": "2024-04-01T00:00:00", "end_time": "2024-04-01T00:00:00"}, False),  # zero, after
-        ({"submit_time": "2024-03-05T00:00:00", "start_time": "Unknown", "end_time": "Unknown"}, True),
-        ({"submit_time": "2024-02-05T00:00:00", "start_time": "Unknown", "end_time": "Unknown"}, False),
-        ({"submit_time": "2024-03-05T00:00:00", "start_time": "None", "end_time": "2024-03-06T00:00:00"}, True),
+        ({"state": "PENDING", "submit_time": "2024-03-05T00:00:00", "start_time": "Unknown", "end_time": "Unknown"}, True),
+        ({"state": "PENDING", "submit_time": "2024-02-05T00:00:00", "start_time": "Unknown", "end_time": "Unknown"}, False),
+        ({"state": "CANCELLED", "submit_time": "2024-03-05T00:00:00", "start_time": "None",
+          "end_time": "2024-03-06T00:00:00"}, True),
     ],
 )
 def test_window(fields: dict, kept: bool) -> None:
@@ -260,3 +267,68 @@ def test_mig_weights_are_passed_through() -> None:
         pytest.approx(6 / 7), 2, "3g.40gb", True
     )
     assert weighted.get_column("gpus").to_list() == [1.0]
+
+
+# --- impossible and inconsistent records (transforms.slurm_policy) ---------------------------
+
+CAPACITY = pl.DataFrame({"cluster": ["c1"], "max_node_gpus": [8.0]})
+
+
+def test_runaway_cancelled_job_is_billed_to_its_time_limit_not_the_month_end() -> None:
+    # slurmdbd lost the end of a CANCELLED job: End Unknown. Its 3-hour limit bounds it.
+    runaway = line("300", state="CANCELLED by 0", end_time="Unknown", timelimit="03:00:00")
+    jobs, rejects = run((D10, [runaway]))
+    assert rejects.is_empty()
+    assert jobs.select("end_time", "end_inferred_from", "is_open").row(0) == (
+        datetime(2024, 3, 10, 4), "time_limit", False)
+
+
+def test_runaway_ends_at_its_last_labelled_sample_when_that_comes_first() -> None:
+    runaway = line("301", state="FAILED", end_time="Unknown", timelimit="1-00:00:00")
+    samples = pl.DataFrame({"cluster": ["c1"], "job_id_raw": ["301"], "start_time": [datetime(2024, 3, 10, 1)],
+                            "last_sample_end": [datetime(2024, 3, 10, 2, 30)]}, schema=LAST_SAMPLES_SCHEMA)
+    jobs, _ = run((D10, [runaway]), last_samples=samples)
+    assert jobs.select("end_time", "end_inferred_from").row(0) == (datetime(2024, 3, 10, 2, 30), "last_sample")
+
+
+def test_runaway_without_limit_or_samples_ends_with_the_month_it_started_in() -> None:
+    runaway = line("302", state="COMPLETED", start_time="2024-03-30T00:00:00", end_time="Unknown",
+                   timelimit="UNLIMITED")
+    jobs, _ = run((D10, [runaway]))
+    assert jobs.select("end_time", "end_inferred_from").row(0) == (datetime(2024, 4, 1), "month_end")
+    april, _ = run((D10, [runaway]), window=(datetime(2024, 4, 1), datetime(2024, 5, 1)))
+    assert april.is_empty()  # never billed again in the next month
+
+
+def test_a_running_job_is_not_a_runaway() -> None:
+    jobs, _ = run((D10, [line("303", state="RUNNING", end_time="Unknown")]))
+    assert jobs.select("end_time", "end_inferred_from", "is_open").row(0) == (None, None, True)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"start_time": "None"},
+         "START_MISSING: state COMPLETED, ElapsedRaw 0, but no Start ('None')"),
+        ({"state": "CANCELLED", "start_time": "Unknown", "elapsed_raw": "60"},
+         "START_MISSING: state CANCELLED, ElapsedRaw 60, but no Start ('Unknown')"),
+        ({"end_time": "2024-03-10T00:30:00"},
+         "END_BEFORE_START: End 2024-03-10T00:30:00 is before Start 2024-03-10T01:00:00"),
+        ({"alloc_tres": "gres/gpu=64", "n_nodes": "1", "node_list": "gpu-01"},
+         "GPUS_OVER_NODES: 64.0 GPUs on 1 node(s) of at most 8.0 GPUs each"),
+        ({"alloc_tres": "gres/gpu=99999999999"},
+         "alloc_tres: ABSURD_COUNT: GPU count 99999999999 in 'gres/gpu=99999999999' is beyond any cluster"),
+        ({"n_nodes": "99999999999"}, "n_nodes: ABSURD_COUNT: 99999999999 nodes"),
+    ],
+)
+def test_impossible_records_are_quarantined_with_code_and_value(fields: dict, expected: str) -> None:
+    good = line("400")
+    jobs, rejects = run((D10, [line("401", **fields), good]), max_node_gpus=CAPACITY)
+    assert jobs["job_id"].to_list() == ["400"]  # the month still builds with the good row
+    assert rejects.select("location", "reason").rows() == [("sacct-2024-03-10.txt:2", expected)]
+    assert reason_code(expected) in POLICIES
+
+
+def test_unknown_state_is_staged_as_is() -> None:
+    jobs, rejects = run((D10, [line("500", state="LAUNCH_FAILED")]))
+    assert rejects.is_empty() and jobs["state"].to_list() == ["LAUNCH_FAILED"]

@@ -27,6 +27,7 @@ SQL_TYPES = {
     pl.Date(): "DATE",
     pl.Datetime("us"): "TIMESTAMP",
     pl.Float64(): "DOUBLE",
+    pl.Binary(): "BLOB",
 }
 
 
