@@ -120,6 +120,25 @@ def _run_month(config_path: Path, settings: Config, month: str) -> None:
             lines.append((label, str(month_dir / name)))
     for label, where in lines:
         out.print(f"  {label + ':':<13}{where}", highlight=False)
+    for line in _quality_lines(outputs.warehouse, month):
+        out.print(f"  {'quality:':<13}{line}", highlight=False)
+
+
+def _quality_lines(warehouse_path: Path, month: str) -> list[str]:
+    """The month's quarantined input by cluster and source (with reasons) and its runaway runs."""
+    from pipelines.data_quality import quarantine_summary, runaway_runs
+    from warehouse import connect
+
+    first = date.fromisoformat(f"{month}-01")
+    with connect(warehouse_path) as conn:
+        summary, runaways = quarantine_summary(conn, first), runaway_runs(conn, first)
+    lines = []
+    for (cluster, source), group in summary.group_by("cluster", "source", maintain_order=True):
+        reasons = ", ".join(f"{reason} {rows:,}" for reason, rows in group.select("reason", "rows").iter_rows())
+        lines.append(f"{cluster}: {int(group['rows'].sum()):,} quarantined from {source} ({reasons})")
+    if runaways.height:
+        lines.append(f"{runaways.height} runaway run(s) billed to an inferred end (review: Data quality)")
+    return lines or ["nothing quarantined"]
 
 
 @app.command()

@@ -16,6 +16,8 @@ from reports import build_inputs, render_department_pages, render_review, write_
 from reports.chargeback_section import chargeback_section
 from reports.sections.kube_queues import kube_queues_section
 from reports.data import ReviewSettings, first_trend_month, next_month
+from pipelines.data_quality import quarantine_summary, runaway_runs
+from reports.sections.data_quality import data_quality_section
 from warehouse import read_frame
 
 REVIEW_KEY = ["reports", "review_html"]
@@ -23,6 +25,7 @@ FLAGS_KEY = ["marts", "fct_job_flags"]
 USERS_KEY = ["marts", "mart_user_monthly"]
 RECONCILIATION_KEY = ["marts", "mart_chargeback_reconciliation"]
 QUEUES_KEY = ["marts", "mart_kube_queue_monthly"]
+SLURM_JOBS_KEY = ["staging", "stg_slurm__jobs"]
 
 # GPU model as fct_job_usage names it: MIG instances as "<model> <profile>".
 _MODEL = "CASE WHEN gpu_i_profile IS NULL THEN gpu_model ELSE gpu_model || ' ' || gpu_i_profile END"
@@ -81,7 +84,7 @@ def review_settings(config: Config, month: date) -> ReviewSettings:
     partitions_def=monthly_partitions,
     group_name="reports",
     kinds={"html", "plotly"},
-    deps=[AssetDep(k) for k in (JOB_USAGE_KEY, DEPARTMENT_KEY, CLUSTER_KEY, GPU_HOURLY_KEY, FLAGS_KEY, USERS_KEY, RECONCILIATION_KEY, QUEUES_KEY)],
+    deps=[AssetDep(k) for k in (JOB_USAGE_KEY, DEPARTMENT_KEY, CLUSTER_KEY, GPU_HOURLY_KEY, FLAGS_KEY, USERS_KEY, RECONCILIATION_KEY, QUEUES_KEY, SLURM_JOBS_KEY)],
     description="YYYY-MM/review.html for operations and YYYY-MM/departments/<dept>.html for managers "
     "(self-contained, work offline); a rerun replaces them and removes pages of vanished departments.",
 )
@@ -90,12 +93,13 @@ def review_html(context: AssetExecutionContext, cardhours: CardhoursResource) ->
     month = start.date()
     with cardhours.warehouse() as conn:
         frames = read_review_frames(conn, month)
+        quality = data_quality_section(quarantine_summary(conn, month), runaway_runs(conn, month))
     reconciliation, focus, queues = frames.pop("reconciliation"), frames.pop("focus"), frames.pop("kube_queues")
     settings = review_settings(cardhours.config, month)
     inputs = build_inputs(month, str(cardhours.config_path), settings=settings, **frames)
     chargeback = chargeback_section(reconciliation, focus, month.strftime("%Y-%m"), settings.currency)
     queue_section = kube_queues_section(queues)
-    html = render_review(inputs, extra_sections=[chargeback] + ([queue_section] if queue_section else []))
+    html = render_review(inputs, extra_sections=[chargeback] + ([queue_section] if queue_section else []) + [quality])
     pages = render_department_pages(inputs)
     key = month.strftime("%Y-%m")
     path = write_review(html, cardhours.config.reports.dir, key)
