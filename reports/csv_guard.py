@@ -1,11 +1,12 @@
 """The formula guard of every CSV export (OWASP CSV injection): text a spreadsheet would run.
 
-A text cell whose first character, or first character after leading whitespace, is one of
-FORMULA_START (``= + - @``, tab, carriage return) is written with a ``'`` in front, so
-Excel, LibreOffice and Google Sheets show it as text: `` =HYPERLINK("http://x")`` becomes
-``' =HYPERLINK("http://x")``. Only text (String) columns are guarded: a number column's
-``-2.5`` stays a number, a String column's ``-2+3`` becomes ``'-2+3``. Null and empty stay as
-they are. Parquet files keep the raw values (typed data, not opened as a sheet).
+A text cell whose first character, or first character after leading whitespace (any Unicode
+whitespace: spaces, line breaks, no-break spaces), is one of FORMULA_START (``= + - @``, tab,
+carriage return) is written with a ``'`` in front, so Excel, LibreOffice and Google Sheets
+show it as text: `` =HYPERLINK("http://x")`` becomes ``' =HYPERLINK("http://x")``. Only text
+(String) columns are guarded: a number column's ``-2.5`` stays a number, a String column's
+``-2+3`` becomes ``'-2+3``. Null and empty stay as they are. Parquet files keep the raw
+values (typed data, not opened as a sheet).
 """
 
 from __future__ import annotations

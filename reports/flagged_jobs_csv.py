@@ -9,9 +9,9 @@ in the config's currency; empty when the model has no rate).
 RFC 4180: comma-separated, ``\\n`` line ends, a header line, fields with commas, quotes or
 line breaks quoted (quotes doubled). Text columns go through reports.csv_guard: text that a
 spreadsheet would run as a formula (``= + - @``, tab or carriage return first, or after leading
-whitespace) is prefixed with ``'``. Numbers: gpus and
-gpu_hours with up to 3 decimals, utilization 4, idle_cost 2; null -> empty field. Lines
-are ordered by severity (high first), then wasted GPU-hours (largest first), cluster, job.
+whitespace) is prefixed with ``'``. Numbers: gpus and gpu_hours with up to 3 decimals,
+utilization 4, idle_cost 2; null -> empty field. Lines are ordered by severity (high
+first), then wasted GPU-hours (largest first), cluster, job.
 """
 
 from __future__ import annotations
