@@ -7,10 +7,11 @@ first, space-separated), idle_cost (the run's idle GPU-hours x its model's GPU-h
 in the config's currency; empty when the model has no rate).
 
 RFC 4180: comma-separated, ``\\n`` line ends, a header line, fields with commas, quotes or
-line breaks quoted (quotes doubled). Text that a spreadsheet would run as a formula (first
-character ``= + - @``, tab or carriage return) is prefixed with ``'``. Numbers: gpus and
-gpu_hours with up to 3 decimals, utilization 4, idle_cost 2; null -> empty field. Lines
-are ordered by severity (high first), then wasted GPU-hours (largest first), cluster, job.
+line breaks quoted (quotes doubled). Text columns go through reports.csv_guard: text that a
+spreadsheet would run as a formula (``= + - @``, tab or carriage return first, or after leading
+whitespace) is prefixed with ``'``. Numbers: gpus and gpu_hours with up to 3 decimals,
+utilization 4, idle_cost 2; null -> empty field. Lines are ordered by severity (high
+first), then wasted GPU-hours (largest first), cluster, job.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import csv
 import io
 
 import polars as pl
+
+from reports.csv_guard import guard_text_columns
 
 COLUMNS = (
     "cluster", "job_id", "user", "account", "department", "partition", "gpus", "gpu_hours",
@@ -30,7 +33,6 @@ REASON_ORDER = (
     "ZERO_UTIL", "LOW_UTIL", "MEMORY_HELD_IDLE", "BUSY_ENGINE_IDLE_SMS", "INPUT_BOUND",
     "OVERSIZED", "IDLE_TAIL", "DEBUG_OVER_LIMIT", "MULTINODE_FRAGMENTED",
 )
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def per_job(flags: pl.DataFrame) -> pl.DataFrame:
@@ -60,11 +62,8 @@ def _number(value: float | None, digits: int) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def _text(value: object) -> str:
-    if value is None:
-        return ""
-    text = str(value)
-    return "'" + text if text.startswith(_FORMULA_START) else text
+def _text(value: str | None) -> str:
+    return "" if value is None else value
 
 
 _DIGITS = {"gpus": 3, "gpu_hours": 3, "utilization": 4, "idle_cost": 2}
@@ -75,7 +74,7 @@ def flagged_jobs_csv(flags: pl.DataFrame) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     writer.writerow(COLUMNS)
-    for row in per_job(flags).iter_rows(named=True):
+    for row in guard_text_columns(per_job(flags)).iter_rows(named=True):
         writer.writerow(
             _number(row[c], _DIGITS[c]) if c in _DIGITS else _text(row[c]) for c in COLUMNS
         )

@@ -3,8 +3,10 @@
 - ``<dir>/YYYY-MM/chargeback_focus.csv`` and ``.parquet``: FOCUS 1.2 columns then ``x_`` ones
   (transforms.fct_chargeback_focus FOCUS_COLUMNS + X_COLUMNS, in that order). CSV: timestamps
   ``YYYY-MM-DDTHH:MM:SSZ``, decimals as plain decimal text (``2.500000``, ``12.40``), null as
-  an empty field. Parquet: decimals as decimal128, timestamps as UTC timestamps.
-- ``<dir>/YYYY-MM/chargeback_jobs.csv``: the per-job detail (fct_chargeback_jobs columns).
+  an empty field; text cells through reports.csv_guard (a ``'`` before what a spreadsheet would
+  run as a formula). Parquet: decimals as decimal128, timestamps as UTC timestamps, text raw.
+- ``<dir>/YYYY-MM/chargeback_jobs.csv``: the per-job detail (fct_chargeback_jobs columns),
+  written as the FOCUS CSV is.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
+from reports.csv_guard import guard_text_columns
 from reports.write import write_atomic_with
 from transforms.fct_chargeback_focus import FOCUS_COLUMNS, ROW_KEY, X_COLUMNS
 from transforms.fct_chargeback_jobs import LINE_KEY
@@ -34,7 +37,8 @@ def focus_frame(focus: pl.DataFrame) -> pl.DataFrame:
 
 
 def _csv_text(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.with_columns(pl.col(pl.Datetime).dt.strftime(TIME_FORMAT))
+    """Text columns guarded (before the timestamps become text), timestamps formatted."""
+    return guard_text_columns(frame).with_columns(pl.col(pl.Datetime).dt.strftime(TIME_FORMAT))
 
 
 def write_chargeback_files(focus: pl.DataFrame, jobs: pl.DataFrame, reports_dir: Path, month: str) -> dict[str, Path]:

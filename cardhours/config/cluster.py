@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
@@ -22,6 +21,7 @@ from cardhours.config.base import (
 )
 from cardhours.config.inventory import InventoryConfig
 from cardhours.config.kubernetes import KubernetesConfig
+from cardhours.config.urls import url_problem
 from cardhours.schemas import DCGM_FIELDS
 
 DEFAULT_STEP_SECONDS = 30  # dcgm-exporter's and the simulator's usual sample spacing
@@ -76,9 +76,8 @@ class PrometheusConfig(StrictModel):
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"must be an http:// or https:// URL with a host (got {value!r})")
+        if (problem := url_problem(value)) is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("bearer_token_env", "basic_auth_user_env", "basic_auth_password_env")

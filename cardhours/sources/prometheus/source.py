@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 import polars as pl
 
 from cardhours.config.cluster import ClusterConfig, PrometheusConfig
+from cardhours.config.urls import redact_url
 from cardhours.schemas import DCGM_FIELDS
 from cardhours.sources.metrics import MetricsSourceError, conform_samples
 from cardhours.sources.prometheus import LongSamples
@@ -120,7 +121,7 @@ class PrometheusMetricsSource:
         try:
             wide = pivot_samples(normalize_series(long.series, self.metric_fields), long.samples)
         except ValueError as exc:
-            raise MetricsSourceError(f"cannot normalize DCGM series read from {self.client.url}: {exc}") from exc
+            raise MetricsSourceError(f"cannot normalize DCGM series read from {redact_url(self.client.url)}: {exc}") from exc
         return conform_samples(wide, cluster).collect()
 
     def read_long(self, start: datetime, end: datetime) -> LongSamples:
@@ -158,7 +159,7 @@ class PrometheusMetricsSource:
         try:
             return place_energy(long, self.metric_fields, to_ms(start) * 1000, step_ms * 1000)
         except ValueError as exc:
-            raise MetricsSourceError(f"cannot normalize DCGM series read from {self.client.url}: {exc}") from exc
+            raise MetricsSourceError(f"cannot normalize DCGM series read from {redact_url(self.client.url)}: {exc}") from exc
 
     def left_open_ranges(self, start_ms: int | None = None, end_ms: int | None = None) -> bool:
         """Whether the server's range selectors are left-open, ``(t - r, t]`` (Prometheus 3,
