@@ -170,7 +170,10 @@ def test_close_late_data_corrections_and_reruns(site: Path) -> None:
     assert fixes.height > 0 and set(fixes["billing_month"]) == {SEP} and set(fixes["charge_month"]) == {AUG}
     regular = _rows(site, "SELECT * FROM marts.fct_chargeback_focus WHERE billing_month = ?", [AUG])
     frozen = _rows(site, "SELECT * EXCLUDE (closed_at) FROM marts.chargeback_ledger")
+    assert regular["InvoiceId"].null_count() == regular.height and set(frozen["InvoiceId"]) == {"cardhours-2026-08"}
+    frozen = frozen.with_columns(pl.lit(None, pl.String).alias("InvoiceId"))  # the only column close sets
     assert regular.sort(regular.columns, nulls_last=True).equals(frozen.sort(frozen.columns, nulls_last=True))
+    assert fixes["InvoiceId"].null_count() == fixes.height  # September's, once September is closed
     added = Decimal("2") * 2 * Decimal("2.5")  # 2 GPUs x 2 h before the price change
     total = _rows(site, "SELECT sum(BilledCost) AS c FROM marts.fct_chargeback_focus WHERE x_ChargeKind = 'usage'")["c"][0]
     assert total == _rows(site, "SELECT sum(cost) AS c FROM marts.fct_chargeback_jobs")["c"][0]
@@ -187,6 +190,8 @@ def test_close_late_data_corrections_and_reruns(site: Path) -> None:
     assert _close(site, "2026-09").exit_code == 0
     booked = _rows(site, "SELECT count(*) AS n FROM marts.chargeback_ledger WHERE billing_month = ? AND ChargeClass = 'Correction'", [SEP])
     assert booked["n"][0] == fixes.height
+    invoices = _rows(site, "SELECT billing_month, InvoiceId, count(*) AS n FROM marts.chargeback_ledger GROUP BY ALL ORDER BY ALL")
+    assert invoices.rows() == [(AUG, "cardhours-2026-08", 18), (SEP, "cardhours-2026-09", fixes.height + 4)]
     ledger = _digest(site, LEDGER_TABLES)
 
     # more late data for October: a correction of the correction, booked in December
