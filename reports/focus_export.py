@@ -5,19 +5,26 @@
   ``YYYY-MM-DDTHH:MM:SSZ``, decimals as plain decimal text (``2.500000``, ``12.40``), null as
   an empty field. Parquet: decimals as decimal128, timestamps as UTC timestamps.
 - ``<dir>/YYYY-MM/chargeback_jobs.csv``: the per-job detail (fct_chargeback_jobs columns).
+
+``export_billing_month`` reads a billing month's rows from the warehouse: a closed month's from
+the ledger (they carry its InvoiceId), an open month's from the marts.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
+from datetime import date
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from reports.write import write_atomic_with
 from transforms.fct_chargeback_focus import FOCUS_COLUMNS, ROW_KEY, X_COLUMNS
 from transforms.fct_chargeback_jobs import LINE_KEY
 from transforms.fct_chargeback_jobs import SCHEMA as JOBS_SCHEMA
+from warehouse import read_frame
 
 _MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -49,3 +56,13 @@ def write_chargeback_files(focus: pl.DataFrame, jobs: pl.DataFrame, reports_dir:
         "focus_parquet": write_atomic_with(folder / "chargeback_focus.parquet", lambda p: export.write_parquet(p)),
         "jobs_csv": write_atomic_with(folder / "chargeback_jobs.csv", lambda p: _csv_text(detail).write_csv(p)),
     }
+
+
+def export_billing_month(conn: duckdb.DuckDBPyConnection, reports_dir: Path, billing: date,
+                         closed: Collection[date]) -> dict[str, Path]:
+    """Write the files of billing month ``billing`` (first day); ``closed``: the closed billing months."""
+    focus_table, jobs_table = (("chargeback_ledger", "chargeback_ledger_jobs") if billing in closed
+                               else ("fct_chargeback_focus", "fct_chargeback_jobs"))  # fixed names, no values
+    focus = read_frame(conn, f"SELECT * FROM marts.{focus_table} WHERE billing_month = ?", [billing])
+    jobs = read_frame(conn, f"SELECT * FROM marts.{jobs_table} WHERE billing_month = ?", [billing])
+    return write_chargeback_files(focus, jobs, reports_dir, f"{billing:%Y-%m}")
