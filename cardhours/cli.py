@@ -146,9 +146,11 @@ def close(
     config: Annotated[Path, typer.Option("--config", help="The TOML config file.")],
     month: Annotated[str, typer.Option(help="Billing month to close, YYYY-MM (UTC).", callback=_month)],
 ) -> None:
-    """Close a billing month: freeze its chargeback rows in the ledger. Later changes to it become
-    Correction rows in the next open month; there is no reopen. Exit 1 if it cannot be closed."""
-    from cardhours.ledger import CloseError, close_month
+    """Close a billing month: freeze its chargeback rows in the ledger (with the month's InvoiceId) and
+    write its files from there. Later changes to it become Correction rows in the next open month; there
+    is no reopen. Exit 1 if it cannot be closed."""
+    from cardhours.ledger import CloseError, close_month, closed_months
+    from reports.focus_export import export_billing_month
     from warehouse import MigrationError, connect
 
     settings = _load_or_exit(config)
@@ -160,10 +162,16 @@ def close(
     except MigrationError as exc:
         console.print(f"[red]not closed[/red]: warehouse {settings.warehouse.path}: {exc}", highlight=False)
         raise typer.Exit(1) from exc
+    billing = date.fromisoformat(f"{month}-01")
     try:
-        result = close_month(conn, date.fromisoformat(f"{month}-01"), datetime.now(UTC).replace(tzinfo=None, microsecond=0))
+        result = close_month(conn, billing, datetime.now(UTC).replace(tzinfo=None, microsecond=0))
+        files = export_billing_month(conn, settings.reports.dir, billing, closed_months(conn))
     except CloseError as exc:
         console.print(f"[red]not closed[/red]: {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    except OSError as exc:
+        console.print(f"[red]closed, but its files were not written[/red]: {exc}; write them with "
+                      f"`cardhours run --config {config} --month {month}`", highlight=False)
         raise typer.Exit(1) from exc
     finally:
         conn.close()
@@ -171,8 +179,8 @@ def close(
     out.print(f"month {month} {state}: {result.focus_rows} FOCUS rows, {result.job_lines} job lines, "
               f"billed {result.billed_cost} {settings.rates.currency}", highlight=False)
     out.print(f"  ledger:    marts.chargeback_ledger in {settings.warehouse.path}", highlight=False)
-    for name in ("chargeback_focus.csv", "chargeback_focus.parquet", "chargeback_jobs.csv"):
-        out.print(f"  export:    {settings.reports.dir / month / name}", highlight=False)
+    for path in files.values():
+        out.print(f"  export:    {path}", highlight=False)
 
 
 @app.command()

@@ -1,6 +1,6 @@
 """Closed billing months: the frozen chargeback ledger (docs/chargeback.md, "Closed months").
 
-``close_month`` copies a billing month's FOCUS rows and job lines into
+``close_month`` copies a billing month's FOCUS rows (with its InvoiceId) and job lines into
 ``marts.chargeback_ledger`` / ``marts.chargeback_ledger_jobs`` and records the month in
 ``marts.chargeback_closed_months``, in one transaction. Nothing here updates or deletes a
 ledger row; there is no reopen. The chargeback assets read ``closed_months`` to decide whether
@@ -21,6 +21,12 @@ from warehouse import read_frame
 from warehouse.migrate import rollback_quietly
 
 CHECKS = ("capacity_balanced", "cost_balanced", "departments_balanced", "jobs_balanced")
+# The invoice of a closed billing month, per billing account: "<BillingAccountId>-<YYYY-MM>"
+# (docs/chargeback.md, "Invoices"), a SQL expression over the FOCUS row. Migration 0014 gave months
+# closed before it the same ids (tests/warehouse/test_focus_migration.py checks they agree).
+INVOICE_ID = """"BillingAccountId" || '-' || strftime("billing_month", '%Y-%m')"""
+FREEZE_FOCUS = ("INSERT INTO marts.chargeback_ledger SELECT * REPLACE (" + INVOICE_ID + ' AS "InvoiceId"), ? '
+                "FROM marts.fct_chargeback_focus WHERE billing_month = ?")
 
 
 class CloseError(RuntimeError):
@@ -97,7 +103,7 @@ def close_month(conn: duckdb.DuckDBPyConnection, month: date, closed_at: datetim
     conn.execute("BEGIN TRANSACTION")
     try:
         focus = conn.execute(
-            "INSERT INTO marts.chargeback_ledger SELECT *, ? FROM marts.fct_chargeback_focus WHERE billing_month = ?",
+            FREEZE_FOCUS,
             [closed_at, month],
         ).fetchone()[0]
         jobs = conn.execute(

@@ -12,8 +12,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
+from datetime import date
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from reports.csv_guard import guard_text_columns
@@ -21,6 +24,7 @@ from reports.write import write_atomic_with
 from transforms.fct_chargeback_focus import FOCUS_COLUMNS, ROW_KEY, X_COLUMNS
 from transforms.fct_chargeback_jobs import LINE_KEY
 from transforms.fct_chargeback_jobs import SCHEMA as JOBS_SCHEMA
+from warehouse import read_frame
 
 _MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -53,3 +57,13 @@ def write_chargeback_files(focus: pl.DataFrame, jobs: pl.DataFrame, reports_dir:
         "focus_parquet": write_atomic_with(folder / "chargeback_focus.parquet", lambda p: export.write_parquet(p)),
         "jobs_csv": write_atomic_with(folder / "chargeback_jobs.csv", lambda p: _csv_text(detail).write_csv(p)),
     }
+
+
+def export_billing_month(conn: duckdb.DuckDBPyConnection, reports_dir: Path, billing: date,
+                         closed: Collection[date]) -> dict[str, Path]:
+    """Write the files of billing month ``billing`` (first day); ``closed``: the closed billing months."""
+    focus_table, jobs_table = (("chargeback_ledger", "chargeback_ledger_jobs") if billing in closed
+                               else ("fct_chargeback_focus", "fct_chargeback_jobs"))  # fixed names, no values
+    focus = read_frame(conn, f"SELECT * FROM marts.{focus_table} WHERE billing_month = ?", [billing])
+    jobs = read_frame(conn, f"SELECT * FROM marts.{jobs_table} WHERE billing_month = ?", [billing])
+    return write_chargeback_files(focus, jobs, reports_dir, f"{billing:%Y-%m}")

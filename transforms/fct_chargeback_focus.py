@@ -8,7 +8,9 @@ round_half_up(PricingQuantity x ContractedUnitPrice, 2) and the per-job detail a
 List = contracted = effective = billed (the configured price is the only price).
 Closed charge months get ``Correction`` rows (``focus_corrections``): ChargeClass
 ``Correction``, the billing period of the open month that books them, the charge period of
-the month they belong to, unit prices null. Columns: ``billing_month``, ``charge_month``,
+the month they belong to, unit prices null. InvoiceId is null on every row here: the
+invoice of a billing month exists once it is closed, and ``cardhours close`` writes it on
+the month's ledger rows (cardhours/ledger.py). Columns: ``billing_month``, ``charge_month``,
 ``cluster``, then FOCUS_COLUMNS, then X_COLUMNS (the export drops the first three).
 """
 
@@ -28,15 +30,14 @@ RATIO = pl.Decimal(9, 6)
 TS = pl.Datetime("us")
 S = pl.String()
 FOCUS_COLUMNS: dict[str, pl.DataType] = {
-    "AllocatedMethodDetails": S, "AllocatedMethodId": S, "AllocatedResourceId": S, "AllocatedResourceName": S,
     "BilledCost": MONEY, "BillingAccountId": S, "BillingAccountName": S, "BillingCurrency": S,
     "BillingPeriodEnd": TS, "BillingPeriodStart": TS, "ChargeCategory": S, "ChargeClass": S,
     "ChargeDescription": S, "ChargeFrequency": S, "ChargePeriodEnd": TS, "ChargePeriodStart": TS,
     "ConsumedQuantity": QUANTITY, "ConsumedUnit": S, "ContractedCost": MONEY, "ContractedUnitPrice": PRICE,
-    "EffectiveCost": MONEY, "HostProviderName": S, "InvoiceIssuerName": S, "ListCost": MONEY,
+    "EffectiveCost": MONEY, "InvoiceId": S, "InvoiceIssuerName": S, "ListCost": MONEY,
     "ListUnitPrice": PRICE, "PricingCategory": S, "PricingQuantity": QUANTITY, "PricingUnit": S,
     "ProviderName": S, "PublisherName": S, "ResourceId": S, "ResourceName": S, "ResourceType": S,
-    "ServiceCategory": S, "ServiceName": S, "ServiceProviderName": S, "SkuId": S, "SkuMeter": S,
+    "ServiceCategory": S, "ServiceName": S, "ServiceSubcategory": S, "SkuId": S, "SkuMeter": S,
     "SkuPriceId": S, "SubAccountId": S, "SubAccountName": S, "Tags": S,
 }
 X_COLUMNS: dict[str, pl.DataType] = {
@@ -46,8 +47,11 @@ X_COLUMNS: dict[str, pl.DataType] = {
 SCHEMA: dict[str, pl.DataType] = {"billing_month": pl.Date(), "charge_month": pl.Date(), "cluster": S,
                                   **FOCUS_COLUMNS, **X_COLUMNS}
 UNIT = "GPU-Hours"
+# FOCUS 1.2 has no GPU subcategory: cluster GPU-hours (and their idle capacity) are "Other (Compute)"
+# (docs/chargeback.md, ServiceSubcategory).
+SERVICE_CATEGORY, SERVICE_SUBCATEGORY = "Compute", "Other (Compute)"
 ROW_KEY = ["cluster", "x_ChargeKind", "SubAccountId", "SkuId", "SkuPriceId", "ResourceId", "ChargePeriodStart",
-           "ChargePeriodEnd", "Tags", "AllocatedMethodId"]
+           "ChargePeriodEnd", "Tags"]
 MEASURES = {"PricingQuantity": 6, "ConsumedQuantity": 6, "BilledCost": 2, "ListCost": 2, "ContractedCost": 2,
             "EffectiveCost": 2, "x_ActiveGpuHours": 6, "x_IdleGpuHours": 6, "x_JobCount": 0}
 
@@ -80,12 +84,10 @@ def _usage(lines: pl.DataFrame) -> pl.DataFrame:
         pl.format("{} GPU-hours, partition {}, QOS {}", "gpu_model", "partition_name", "qos").alias("ChargeDescription"),
         pl.struct(pl.col("cluster"), pl.col("department"), pl.col("division"), pl.col("partition_name").alias("partition"),
                   pl.col("qos")).struct.json_encode().alias("Tags"),
-        pl.lit(None, S).alias("AllocatedMethodId"),
     )
 
 
 def _idle(idle: pl.DataFrame) -> pl.DataFrame:
-    spread = pl.col("idle_policy") != "none"
     share = pl.when(pl.col("department") == "(unallocated)").then(pl.lit("platform owner")).otherwise(
         pl.format("{} share", "idle_policy"))
     return idle.with_columns(
@@ -103,8 +105,6 @@ def _idle(idle: pl.DataFrame) -> pl.DataFrame:
         pl.format("{} GPU capacity, cluster {}", "gpu_model", "cluster").alias("ResourceName"),
         pl.format("Idle {} GPU capacity ({})", "gpu_model", share).alias("ChargeDescription"),
         pl.struct("cluster", "department", "division", "idle_policy").struct.json_encode().alias("Tags"),
-        pl.when(spread & (pl.col("department") != "(unallocated)"))
-        .then(pl.format("idle-capacity-{}", "idle_policy")).alias("AllocatedMethodId"),
     )
 
 
@@ -114,19 +114,14 @@ def fct_chargeback_focus(
 ) -> pl.DataFrame:
     """FOCUS rows (SCHEMA) of ``month`` from int_charge_lines and int_charge_idle rows.
     ``identity``: currency, billing_account_id/_name, invoice_issuer_name, provider_name,
-    publisher_name, host_provider_name, service_name."""
+    publisher_name, service_name. InvoiceId stays null: `cardhours close` sets it on the ledger rows."""
     start, end = month_bounds(month)
     rows = pl.concat([_usage(lines), _idle(idle)], how="diagonal_relaxed")
     names = department_names or {}
     price = scaled_decimal(pl.col("unit_price_micro"), 6)
     cost = scaled_decimal(pl.col("_cents"), 2)
-    allocated = pl.col("AllocatedMethodId").is_not_null()
     rows = rows.with_columns(
         pl.lit(month).alias("billing_month"), pl.lit(month).alias("charge_month"),
-        pl.when(allocated).then(pl.lit('{"basis":"department GPU-Hours on the cluster","policy":"')
-                                + pl.col("idle_policy") + pl.lit('"}')).alias("AllocatedMethodDetails"),
-        pl.when(allocated).then(pl.col("ResourceId")).alias("AllocatedResourceId"),
-        pl.when(allocated).then(pl.col("ResourceName")).alias("AllocatedResourceName"),
         cost.alias("BilledCost"), cost.alias("ContractedCost"), cost.alias("EffectiveCost"), cost.alias("ListCost"),
         pl.lit(identity["billing_account_id"]).alias("BillingAccountId"),
         pl.lit(identity["billing_account_name"]).alias("BillingAccountName"),
@@ -137,16 +132,15 @@ def fct_chargeback_focus(
         pl.col("charge_period_end").alias("ChargePeriodEnd"), pl.col("charge_period_start").alias("ChargePeriodStart"),
         scaled_decimal(pl.col("_qty"), 6).alias("ConsumedQuantity"), pl.lit(UNIT).alias("ConsumedUnit"),
         price.alias("ContractedUnitPrice"), price.alias("ListUnitPrice"),
-        pl.lit(identity["host_provider_name"]).alias("HostProviderName"),
-        pl.lit(identity["invoice_issuer_name"]).alias("InvoiceIssuerName"),
+        pl.lit(None, S).alias("InvoiceId"), pl.lit(identity["invoice_issuer_name"]).alias("InvoiceIssuerName"),
         pl.lit("Standard").alias("PricingCategory"),
         scaled_decimal(pl.col("_qty"), 6).alias("PricingQuantity"), pl.lit(UNIT).alias("PricingUnit"),
         pl.lit(identity["provider_name"]).alias("ProviderName"),
         pl.lit(identity["publisher_name"]).alias("PublisherName"),
         pl.when(pl.col("gpu_model").str.contains(" ")).then(pl.lit("MIG GPU instance")).otherwise(pl.lit("GPU"))
         .alias("ResourceType"),
-        pl.lit("Compute").alias("ServiceCategory"), pl.lit(identity["service_name"]).alias("ServiceName"),
-        pl.lit(identity["provider_name"]).alias("ServiceProviderName"),
+        pl.lit(SERVICE_CATEGORY).alias("ServiceCategory"), pl.lit(identity["service_name"]).alias("ServiceName"),
+        pl.lit(SERVICE_SUBCATEGORY).alias("ServiceSubcategory"),
         pl.col("gpu_model").fill_null("unknown").alias("SkuId"), pl.lit("GPU Hours").alias("SkuMeter"),
         pl.col("department").alias("SubAccountId"),
         pl.col("department").replace_strict(names, default=pl.col("department"), return_dtype=S).alias("SubAccountName"),
@@ -161,13 +155,14 @@ def fct_chargeback_focus(
 
 def focus_corrections(current: pl.DataFrame, booked: pl.DataFrame, billing_month: date) -> pl.DataFrame:
     """Correction rows (SCHEMA) booked in ``billing_month`` for a closed charge month:
-    current - booked per row key (``booked``: all ledger rows of that charge month)."""
+    current - booked per row key (``booked``: all ledger rows of that charge month). They
+    belong to the open billing month's invoice, not to the one of the booked rows: InvoiceId null."""
     start, end = month_bounds(billing_month)
     rows = differences(current, booked, ROW_KEY, MEASURES)
     return rows.with_columns(
         pl.lit(billing_month).alias("billing_month"),
         pl.lit(start).alias("BillingPeriodStart"), pl.lit(end).alias("BillingPeriodEnd"),
-        pl.lit(CORRECTION).alias("ChargeClass"),
+        pl.lit(CORRECTION).alias("ChargeClass"), pl.lit(None, S).alias("InvoiceId"),
         ("Correction: " + pl.col("ChargeDescription")).alias("ChargeDescription"),
         pl.lit(None, PRICE).alias("ListUnitPrice"), pl.lit(None, PRICE).alias("ContractedUnitPrice"),
         pl.lit(None, RATIO).alias("x_Utilization"), pl.lit(None, RATIO).alias("x_IdleShare"),

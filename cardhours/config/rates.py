@@ -59,14 +59,13 @@ class PriceChange(StrictModel):
 
 
 class FocusIdentity(StrictModel):
-    """Who bills whom in the FOCUS export (FOCUS 1.2 names; 1.3 provider names)."""
+    """Who bills whom in the FOCUS 1.2 export (InvoiceId: docs/chargeback.md, "Invoices")."""
 
     billing_account_id: Text = "cardhours"
     billing_account_name: Text = "GPU cluster chargeback"
     invoice_issuer_name: Text = "Research Computing"
-    provider_name: Text = "Research Computing"  # also ServiceProviderName (FOCUS 1.3)
+    provider_name: Text = "Research Computing"
     publisher_name: Text = "Research Computing"
-    host_provider_name: Text = "Research Computing"  # HostProviderName (FOCUS 1.3): on premises
     service_name: Text = "GPU Compute"
 
 

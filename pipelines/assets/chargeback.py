@@ -12,7 +12,7 @@ from cardhours.ledger import booked, closed_months, next_open_month
 from pipelines.checks.chargeback import CHECKS, reconciliation_checks
 from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
-from reports.focus_export import write_chargeback_files
+from reports.focus_export import export_billing_month
 from transforms.fct_chargeback_focus import fct_chargeback_focus, focus_corrections
 from transforms.fct_chargeback_jobs import fct_chargeback_jobs, job_corrections
 from transforms.int_charge_idle import capacity_by_model, int_charge_idle
@@ -112,18 +112,15 @@ def mart_chargeback_reconciliation_asset(context: AssetExecutionContext, cardhou
 
 
 def _export(conn, cardhours: CardhoursResource, billing: date, closed: set[date]) -> dict[str, str]:
-    source, jobs_source = (("chargeback_ledger", "chargeback_ledger_jobs") if billing in closed
-                           else ("fct_chargeback_focus", "fct_chargeback_jobs"))
-    focus = read_frame(conn, f"SELECT * FROM marts.{source} WHERE billing_month = ?", [billing])
-    jobs = read_frame(conn, f"SELECT * FROM marts.{jobs_source} WHERE billing_month = ?", [billing])
-    paths = write_chargeback_files(focus, jobs, cardhours.config.reports.dir, f"{billing:%Y-%m}")
+    paths = export_billing_month(conn, cardhours.config.reports.dir, billing, closed)
     return {f"{billing:%Y-%m} {name}": str(path) for name, path in paths.items()}
 
 
 @asset(key=EXPORT_KEY, partitions_def=monthly_partitions, group_name=GROUP, kinds={"csv", "parquet"},
        deps=[AssetDep(RECONCILIATION_KEY)],
        description="<reports dir>/YYYY-MM/chargeback_focus.csv + .parquet (FOCUS 1.2) and chargeback_jobs.csv; "
-       "a closed month's files come from the ledger, and the billing month booking its corrections is rewritten.")
+       "a closed month's files come from the ledger (with its InvoiceId), and the billing month booking its "
+       "corrections is rewritten.")
 def chargeback_export(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, _ = naive_window(context.partition_time_window)
     month = start.date()

@@ -67,7 +67,7 @@ class Built:
 
 IDENTITY = {"currency": "EUR", "billing_account_id": "acct", "billing_account_name": "GPU chargeback",
             "invoice_issuer_name": "RC", "provider_name": "RC", "publisher_name": "RC",
-            "host_provider_name": "RC", "service_name": "GPU Compute"}
+            "service_name": "GPU Compute"}
 
 
 def build(job_usage: pl.DataFrame, config: RatesConfig | None = None, cap: pl.DataFrame | None = None,

@@ -4,6 +4,14 @@ Written from the FOCUS 1.2 column requirements (FinOps-Open-Cost-and-Usage-Spec/
 mandatory columns present and typed, nullability, allowed values, ISO 8601 UTC date-times with
 ``Z``, exclusive period ends, decimals as plain decimal text, custom columns ``x_``-prefixed
 and after every FOCUS column, cost = unit price x pricing quantity where both are set.
+
+The RECOMMENDED columns follow the FinOps Foundation's FOCUS 1.2 rules (ids of its validator's
+model-1.2.json; why the validator is not run here: docs/chargeback.md, "FOCUS version"):
+present (CostAndUsage-D-033-O, -D-042-O); ServiceSubcategory a string, never null, an allowed
+value whose parent is the row's ServiceCategory (ServiceSubcategory-C-001-M..C-004-M); InvoiceId
+a string of ASCII characters (InvoiceId-C-001-M, -C-002-M), null on every row of a billing month
+without an invoice or set on every row of one that has it (-C-003-C: C-004-C or C-005-C; one
+file is one billing month), and one invoice per billing account (-C-007-C).
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ from pathlib import Path
 
 import polars as pl
 
+from tests.support.focus_values import PARENT_CATEGORY, SERVICE_CATEGORIES
+
 MANDATORY = [
     "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
     "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodEnd",
@@ -25,27 +35,20 @@ CONDITIONAL = [
     "ConsumedQuantity", "ConsumedUnit", "ListUnitPrice", "ContractedUnitPrice", "ResourceId", "ResourceName",
     "ResourceType", "SkuId", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
 ]
-OTHER_FOCUS = [
-    "AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName", "ChargeFrequency",
-    "HostProviderName", "PricingCategory", "ServiceProviderName", "SkuMeter",
-]
-NOT_NULL = [c for c in MANDATORY if c != "ChargeClass"]
+RECOMMENDED = ["InvoiceId", "ServiceSubcategory"]
+OTHER_FOCUS = ["ChargeFrequency", "PricingCategory", "SkuMeter"]
+NOT_NULL = [c for c in MANDATORY if c != "ChargeClass"] + ["ServiceSubcategory"]
 DATETIMES = ["BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"]
 DECIMALS = ["BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity", "ConsumedQuantity",
             "ListUnitPrice", "ContractedUnitPrice"]
-SERVICE_CATEGORIES = {
-    "AI and Machine Learning", "Analytics", "Business Applications", "Compute", "Databases", "Developer Tools",
-    "Multicloud", "Identity", "Integration", "Internet of Things", "Management and Governance", "Media",
-    "Migration", "Mobile", "Networking", "Security", "Storage", "Web", "Other",
-}
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _DECIMAL = re.compile(r"^-?\d+(\.\d+)?$")
 _CENT = Decimal("0.01")
 
 
 def _order_problems(columns: list[str]) -> list[str]:
-    problems = [f"missing column {c}" for c in MANDATORY + CONDITIONAL if c not in columns]
-    focus = set(MANDATORY + CONDITIONAL + OTHER_FOCUS)
+    problems = [f"missing column {c}" for c in MANDATORY + CONDITIONAL + RECOMMENDED if c not in columns]
+    focus = set(MANDATORY + CONDITIONAL + RECOMMENDED + OTHER_FOCUS)
     problems += [f"custom column {c} lacks the x_ prefix" for c in columns if c not in focus and not c.startswith("x_")]
     custom = [i for i, c in enumerate(columns) if c.startswith("x_")]
     if custom and any(i > min(custom) for i, c in enumerate(columns) if c in focus):
@@ -68,6 +71,11 @@ def _row_problems(index: int, row: dict[str, str | None]) -> list[str]:
         problems.append(f"{where}: ChargeClass {row['ChargeClass']!r}")
     if row["ServiceCategory"] not in SERVICE_CATEGORIES:
         problems.append(f"{where}: ServiceCategory {row['ServiceCategory']!r}")
+    if PARENT_CATEGORY.get(row["ServiceSubcategory"]) != row["ServiceCategory"]:
+        problems.append(f"{where}: ServiceSubcategory {row['ServiceSubcategory']!r} is not a FOCUS 1.2 value "
+                        f"under ServiceCategory {row['ServiceCategory']!r}")
+    if row.get("InvoiceId") and not row["InvoiceId"].isascii():
+        problems.append(f"{where}: InvoiceId {row['InvoiceId']!r} has non-ASCII characters")
     if not re.fullmatch(r"[A-Z]{3}", row["BillingCurrency"]):
         problems.append(f"{where}: BillingCurrency {row['BillingCurrency']!r}")
     if not (row["BillingPeriodStart"] < row["BillingPeriodEnd"] and row["ChargePeriodStart"] < row["ChargePeriodEnd"]):
@@ -103,10 +111,22 @@ def _row_problems(index: int, row: dict[str, str | None]) -> list[str]:
     return problems
 
 
+def _invoice_problems(frame: pl.DataFrame) -> list[str]:
+    """InvoiceId over the file: all null (no invoice yet) or all set, one per billing account."""
+    if "InvoiceId" not in frame.columns or frame.is_empty():
+        return []
+    invoice = frame["InvoiceId"].replace("", None)
+    if 0 < invoice.null_count() < frame.height:
+        return [f"InvoiceId null on {invoice.null_count()} of {frame.height} rows: a billing month has its invoice "
+                "on every row or on none"]
+    per_account = frame.with_columns(invoice).group_by("BillingAccountId").agg(pl.col("InvoiceId").n_unique())
+    return [f"BillingAccountId {a!r} has {n} InvoiceIds" for a, n in per_account.iter_rows() if n > 1]
+
+
 def csv_problems(path: Path) -> list[str]:
     """Problems of a chargeback_focus.csv (read as text: the file's own spelling is checked)."""
     frame = pl.read_csv(path, infer_schema=False)
-    problems = _order_problems(frame.columns)
+    problems = _order_problems(frame.columns) + _invoice_problems(frame)
     for index, row in enumerate(frame.iter_rows(named=True)):
         problems += _row_problems(index, row)
     return problems
@@ -122,7 +142,7 @@ def parquet_problems(path: Path) -> list[str]:
     for column in DATETIMES:
         if schema.get(column) != pl.Datetime("us", "UTC"):
             problems.append(f"{column} is {schema.get(column)}, not a UTC timestamp")
-    for column in MANDATORY + CONDITIONAL:
+    for column in MANDATORY + CONDITIONAL + RECOMMENDED:
         if column not in DECIMALS + DATETIMES and schema.get(column) != pl.String:
             problems.append(f"{column} is {schema.get(column)}, not a string")
     return problems

@@ -4,6 +4,7 @@ corrections in the next open month, closed rows unchanged, totals that add up, i
 from __future__ import annotations
 
 import hashlib
+import shutil
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -159,6 +160,10 @@ def test_close_late_data_corrections_and_reruns(site: Path) -> None:
     assert "month 2026-08 closed" in closed.output and "chargeback_focus.csv" in closed.output
     assert str(site.parent / "wh" / "cardhours.duckdb") in closed.output.replace("\n", "")
     ledger = _digest(site, LEDGER_TABLES)
+    # the close rewrote August's files from the ledger: its invoice on every row
+    august_file = pl.read_csv(reports / "2026-08" / "chargeback_focus.csv", infer_schema=False)
+    assert set(august_file["InvoiceId"]) == {"cardhours-2026-08"} and august_file.height == 18
+    assert csv_problems(reports / "2026-08" / "chargeback_focus.csv") == []
 
     # late data: an extra sacct run and the 'legacy' account mapped to speech
     late = [r if r["account"] != "legacy" else {**r, "department": "speech", "division": "research"} for r in august()]
@@ -170,7 +175,10 @@ def test_close_late_data_corrections_and_reruns(site: Path) -> None:
     assert fixes.height > 0 and set(fixes["billing_month"]) == {SEP} and set(fixes["charge_month"]) == {AUG}
     regular = _rows(site, "SELECT * FROM marts.fct_chargeback_focus WHERE billing_month = ?", [AUG])
     frozen = _rows(site, "SELECT * EXCLUDE (closed_at) FROM marts.chargeback_ledger")
+    assert regular["InvoiceId"].null_count() == regular.height and set(frozen["InvoiceId"]) == {"cardhours-2026-08"}
+    frozen = frozen.with_columns(pl.lit(None, pl.String).alias("InvoiceId"))  # the only column close sets
     assert regular.sort(regular.columns, nulls_last=True).equals(frozen.sort(frozen.columns, nulls_last=True))
+    assert fixes["InvoiceId"].null_count() == fixes.height  # September's, once September is closed
     added = Decimal("2") * 2 * Decimal("2.5")  # 2 GPUs x 2 h before the price change
     total = _rows(site, "SELECT sum(BilledCost) AS c FROM marts.fct_chargeback_focus WHERE x_ChargeKind = 'usage'")["c"][0]
     assert total == _rows(site, "SELECT sum(cost) AS c FROM marts.fct_chargeback_jobs")["c"][0]
@@ -187,6 +195,10 @@ def test_close_late_data_corrections_and_reruns(site: Path) -> None:
     assert _close(site, "2026-09").exit_code == 0
     booked = _rows(site, "SELECT count(*) AS n FROM marts.chargeback_ledger WHERE billing_month = ? AND ChargeClass = 'Correction'", [SEP])
     assert booked["n"][0] == fixes.height
+    invoices = _rows(site, "SELECT billing_month, InvoiceId, count(*) AS n FROM marts.chargeback_ledger GROUP BY ALL ORDER BY ALL")
+    assert invoices.rows() == [(AUG, "cardhours-2026-08", 18), (SEP, "cardhours-2026-09", fixes.height + 4)]
+    september_file = pl.read_csv(reports / "2026-09" / "chargeback_focus.csv", infer_schema=False)
+    assert set(september_file["InvoiceId"]) == {"cardhours-2026-09"}
     ledger = _digest(site, LEDGER_TABLES)
 
     # more late data for October: a correction of the correction, booked in December
@@ -216,9 +228,16 @@ def test_close_command_exit_codes_and_messages(site: Path) -> None:
     assert failing.exit_code == 1 and "does not reconcile" in failing.output and "jobs_balanced" in failing.output
     assert _rows(site, "SELECT count(*) AS n FROM marts.chargeback_ledger")["n"][0] == 0
     _materialize(site, AUG)
-    assert _close(site, "2026-08").exit_code == 0
+    folder = site.parent / "reports" / "2026-08"
+    shutil.rmtree(folder)
+    folder.write_text("")  # the month's files cannot be written
+    unwritten = _close(site, "2026-08")
+    assert unwritten.exit_code == 1 and "closed, but its files were not written" in unwritten.output
+    assert "cardhours run --config" in unwritten.output.replace("\n", "")
+    folder.unlink()
     again = _close(site, "2026-08")
     assert again.exit_code == 0 and "already closed" in again.output and "ledger unchanged" in again.output
+    assert set(pl.read_csv(folder / "chargeback_focus.csv", infer_schema=False)["InvoiceId"]) == {"cardhours-2026-08"}
 
 
 def test_migration_tables_match_the_transform_schemas(tmp_path: Path) -> None:
