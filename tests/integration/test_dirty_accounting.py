@@ -99,8 +99,10 @@ def _hours(fields: dict[str, bytes]) -> float:
 def test_a_job_named_with_pipes_is_billed_its_gpu_hours(dirty: dict) -> None:
     billed = _billed(dirty, "pipe")
     assert billed["gpu_hours"].cast(pl.Float64).sum() == pytest.approx(_hours(dirty["original"]["pipe"]), abs=1e-6)
-    assert dirty["staged"].filter(pl.col("job_id_raw") == dirty["original"]["pipe"]["JobIDRaw"].decode())[
-        "job_name"].to_list() == ["a|b||c"]
+    fields = dirty["original"]["pipe"]
+    run = (pl.col("job_id_raw") == fields["JobIDRaw"].decode()) & (
+        pl.col("start_time") == datetime.strptime(fields["Start"].decode(), TIME))
+    assert dirty["staged"].filter(run)["job_name"].to_list() == ["a|b||c"]
 
 
 def test_a_job_name_that_is_not_utf8_is_billed(dirty: dict) -> None:
