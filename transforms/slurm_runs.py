@@ -91,7 +91,7 @@ def with_runaway_ends(runs: pl.DataFrame, last_samples: pl.DataFrame | None) -> 
                        how="left", nulls_equal=True, maintain_order="left")
     start = pl.col("start_time")
     by_limit = start + pl.duration(seconds=pl.col("timelimit_seconds"))
-    by_month = start.dt.month_start().dt.offset_by("1mo")
+    by_month = start.dt.truncate("1mo").dt.offset_by("1mo")  # 00:00 on the next month's first day
     inferred = pl.min_horizontal(by_limit, pl.col("last_sample_end"), by_month)
     source = (
         pl.when(inferred == by_limit).then(pl.lit("time_limit"))
