@@ -59,7 +59,7 @@ def _snapshot(database: Path) -> dict[str, str]:
         digests = {}
         for table in TABLES:
             frame = conn.sql(f"SELECT * FROM {table}").pl()  # table names from the fixed list above
-            frame = frame.with_columns(pl.col(pl.List(pl.String)).list.join(","))
+            frame = frame.with_columns(pl.col(pl.List(pl.String)).list.join(","), pl.col(pl.Binary).bin.encode("hex"))
             ordered = frame.sort(frame.columns, nulls_last=True)
             digests[table] = hashlib.sha256(ordered.write_csv().encode()).hexdigest()
         return digests
