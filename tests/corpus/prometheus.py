@@ -231,7 +231,8 @@ CASES: list[Case] = [
                           b'1:26: parse error: unclosed left bracket"}')),
     refused("prom-error-status-in-200", 'HTTP 200 whose body is {"status":"error","errorType":"execution",...}', [gpu(SM)],
             f"undecodable answer from {QUERY}: server error execution: query timed out in expression evaluation",
-            on_query(200, b'{"status":"error","errorType":"execution","error":"query timed out in expression evaluation"}')),
+            on_query(200, b'{"status":"error","errorType":"execution",'
+                          b'"error":"query timed out in expression evaluation"}')),
     refused("prom-is-partial", 'VictoriaMetrics cluster answer with "isPartial":true (a storage node down)', [gpu(SM)],
             f"undecodable answer from {QUERY}: server answered isPartial: true (some of its storage nodes did not "
             "answer): the data may be incomplete",
@@ -252,9 +253,10 @@ CASES: list[Case] = [
             f"cardhours cannot make this request smaller: cannot split {SM} [1772409600000, 1772409615000) any further "
             "(one host, 15000 ms)", lambda path, query: (422, TOO_MANY) if path == "/api/v1/query" else None,
             end=datetime(2026, 3, 2, 0, 0, 15)),
-    refused("prom-html-instead-of-json", "HTTP 200 with a proxy's login page `<html><body>Sign in</body></html>`",
-            [gpu(SM)], f"undecodable answer from {QUERY}: response is not JSON (Expecting value: line 1 column 1 "
-            "(char 0)): b'<html><body>Sign in</body></html>'", on_query(200, b"<html><body>Sign in</body></html>")),
+    refused("prom-login-page-instead-of-json", "HTTP 200 with a single-sign-on proxy's text page 'Sign in to "
+            "continue: https://sso.example.org/login'", [gpu(SM)], f"undecodable answer from {QUERY}: response is "
+            "not JSON (Expecting value: line 1 column 1 (char 0)): b'Sign in to continue: https://sso.example.org/login'",
+            on_query(200, b"Sign in to continue: https://sso.example.org/login")),
     refused("prom-body-cut-short", "HTTP 200 matrix answer cut off inside a values list (a proxy's size limit)",
             [gpu(SM)], f"undecodable answer from {QUERY}: response is not JSON (Expecting ',' delimiter: line 1 column 159 "
             "(char 158)): b'" + '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"UUID":'
@@ -263,7 +265,8 @@ CASES: list[Case] = [
                           b'"__name__":"DCGM_FI_PROF_SM_ACTIVE"},"values":[[1772409600,"0.5"],[17724')),
     Case("prom-unavailable-then-answered", "prometheus", "HTTP 503 'upstream connect error' once, then the answer",
          "billed", "retried after a backoff and read: all 240 values billed, none twice", check_retried),
-    quarantined("prom-nan-and-inf", 'sm_active "NaN" at 00:02:30, power "+Inf" at 00:05:00', both({10: "NaN"}, {20: "+Inf"}),
+    quarantined("prom-nan-and-inf", 'sm_active "NaN" at 00:02:30, power "+Inf" at 00:05:00',
+                both({10: "NaN"}, {20: "+Inf"}),
                 [("sm_active", "sm_active is not finite (NaN)", 1), ("power_w", "power_w is not finite (inf)", 1)], 2 * N,
                 "both sample rows kept with that field null", nulls(sm_active=[10], power_w=[20])),
     quarantined("prom-dcgm-blank-sentinels", f"power 4294967295 at 00:01:15, sm_active {FP64_BLANK} (DCGM FP64 blank) "
@@ -271,7 +274,8 @@ CASES: list[Case] = [
                 [("power_w", "DCGM blank sentinel 4294967295 (uint32 -1)", 1),
                  ("sm_active", f"DCGM blank sentinel {FP64_BLANK} (FP64 BLANK)", 1)], 2 * N,
                 "the sample rows kept with that field null", nulls(power_w=[5], sm_active=[8])),
-    quarantined("prom-ratio-above-one", "sm_active 1.7 at 00:07:30 and 1.0000005 at 00:07:45", both({30: "1.7", 31: "1.0000005"}),
+    quarantined("prom-ratio-above-one", "sm_active 1.7 at 00:07:30 and 1.0000005 at 00:07:45",
+                both({30: "1.7", 31: "1.0000005"}),
                 [("sm_active", "sm_active above 1 (max 1.7)", 1)], 2 * N,
                 "1.0000005 is within the 1e-06 float slack and billed as read", check_slack),
     quarantined("prom-exporter-restart-duplicates", "exporter restarted: instance 10.0.0.1:9400 until 00:15:00, "
@@ -307,6 +311,10 @@ CASES: list[Case] = [
     refused("prom-answer-for-another-metric", "the answer to the sm_active query holds DCGM_FI_DEV_GPU_TEMP",
             [gpu(SM)], f"undecodable answer from {QUERY}: asked for {SM}, the answer has a series of DCGM_FI_DEV_GPU_TEMP",
             on_query(200, matrix([({**GPU, "__name__": "DCGM_FI_DEV_GPU_TEMP"}, [(T0, "41")])]))),
+    refused("prom-series-twice-in-one-answer", "the answer lists GPU-a's series twice, same samples (a proxy merging "
+            "two replicas without deduplication)", [gpu(SM)], f"cannot normalize DCGM series read from {URL}: a series "
+            "has two samples at the same timestamp (samples must be unique per series and ts)",
+            on_query(200, matrix([(gpu(SM).labels, gpu(SM).samples)] * 2))),
     refused("prom-gpu-label-not-a-number", 'gpu="GPU-0" (an index is expected)', [gpu(SM, gpu="GPU-0")],
             f"cannot normalize DCGM series read from {URL}: label gpu is not an Int16 on 1 series, e.g. "
             "[{'__name__': 'DCGM_FI_PROF_SM_ACTIVE', 'Hostname': 'node-a', 'UUID': 'GPU-a', 'gpu': 'GPU-0', "
