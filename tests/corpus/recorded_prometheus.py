@@ -14,7 +14,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -55,11 +55,9 @@ def matrix(result: list[tuple[dict[str, str], list[tuple[float, str]]]]) -> byte
 class Recorded:
     series: list[Series]
     answer: Answer = lambda path, query: None  # noqa: E731
-    asked: list[tuple[str, str]] = field(default_factory=list)
 
     def respond(self, path: str, params: dict[str, str]) -> tuple[int, bytes]:
         query = params.get("query") or params.get("match[]", "")
-        self.asked.append((path, query))
         if (special := self.answer(path, query)) is not None:
             return special
         if path == "/api/v1/series":
