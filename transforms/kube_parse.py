@@ -63,8 +63,9 @@ def pod_info(info: pl.DataFrame) -> pl.DataFrame:
 
 
 def mig_profile(resource: pl.Expr, prefix: str) -> pl.Expr:
-    """``nvidia_com_mig_3g_40gb`` -> ``3g.40gb`` (null for other resources)."""
-    body = resource.str.strip_prefix(prefix)
+    """``nvidia_com_mig_3g_40gb`` -> ``3g.40gb``, ``nvidia_com_mig_1g_10gb_me`` -> ``1g.10gb+me`` (the
+    media-extension profile, whose ``+`` kube-state-metrics writes as ``_``); null for other resources."""
+    body = resource.str.strip_prefix(prefix).str.replace(r"_me$", "+me")
     return pl.when(resource.str.starts_with(prefix)).then(body.str.replace("_", ".", literal=True))
 
 
@@ -82,6 +83,7 @@ def pod_gpus(requests: pl.DataFrame, gpu_resource: str, mig_prefix: str, weights
     parsed = requests.with_columns(container=label("container"), resource=label("resource"))
     parsed = parsed.filter((pl.col("resource") == gpu_resource) | pl.col("resource").str.starts_with(mig_prefix))
     per_container = parsed.group_by([*POD_KEY, "container", "resource"]).agg(count=pl.col("last_value").max())
+    per_container = per_container.filter(pl.col("count") != 0)  # a request of 0 GPUs is no GPU request
     profile = mig_profile(pl.col("resource"), mig_prefix)
     weighted = per_container.with_columns(mig_profile=profile, weight=pl.when(profile.is_null()).then(1.0)
                                           .otherwise(mig_weight(profile, weights)))

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.corpus import OUTCOMES, SOURCES, Case
-from tests.corpus import config, sacct
+from tests.corpus import config, kube, prometheus, sacct
 
-CASES: list[Case] = [*sacct.CASES, *config.CASES]
+CASES: list[Case] = [*sacct.CASES, *prometheus.CASES, *kube.CASES, *config.CASES]
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "bad-input.md"
 
 INTRO = """# Bad input: what cardhours does with it

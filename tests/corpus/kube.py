@@ -226,10 +226,6 @@ CASES: list[Case] = [
                                       "samples 2026-03-02 00:00:00.000000 .. 2026-03-02 01:03:00.000000", 64))),
     Case("kube-conflicting-samples", "kube", "kube_pod_info of pod a at 00:00 written twice, with 1 and 0", "refused",
          "read fails: kube_state.om: 2 samples share a series and timestamp with other values", conflicting),
-]
-
-# Cases whose expected outcome the code does not deliver yet (run as strict xfail).
-KNOWN_BUGS: list[Case] = [
     Case("kube-exported-namespace-and-pod", "kube", "kube-state-metrics scraped with honor_labels false: "
          "exported_namespace/exported_pod name the pods (ml/a; sandbox/b started 00:10), namespace/pod the "
          "exporter (monitoring/kube-state-metrics-0)", "billed",
@@ -240,7 +236,7 @@ KNOWN_BUGS: list[Case] = [
              [("ml", "a", "vision", 3600.0), ("sandbox", "b", "unmapped", 3120.0)],
              [("ml/Job/train", "COMPLETED", 1.0, 1, 3600.0), ("sandbox/Job/train", "COMPLETED", 1.0, 1, 3120.0)])),
     Case("kube-mig-media-extensions", "kube", 'resource="nvidia_com_mig_1g_10gb_me" 1 (nvidia.com/mig-1g.10gb+me as '
-         "kube-state-metrics sanitizes it)", "billed", "MIG profile 1g.10gb+me at 1/7: 514.2857142857142 GPU-seconds",
+         "kube-state-metrics sanitizes it)", "repaired", "MIG profile 1g.10gb+me at 1/7: 514.2857142857142 GPU-seconds",
          staged_as(pod("a", resource="nvidia_com_mig_1g_10gb_me"), ("mig_profile", "gpus", "gpu_seconds"),
                    [("1g.10gb+me", 1 / 7, 1 / 7 * 3600)])),
     Case("kube-zero-gpu-request", "kube", 'resource="nvidia_com_gpu" 0 (a template that sets the GPU count to 0)',

@@ -65,8 +65,12 @@ def _series_meta(series: pl.DataFrame, kube: KubernetesConfig) -> pl.DataFrame:
     rows = []
     for row in series.iter_rows(named=True):
         name = row["__name__"]
-        rows.append({"series_id": row["series_id"], "metric": name, "namespace": row.get("namespace") or None,
-                     "pod": row.get("pod") or None, "uid": row.get("uid") or None,
+        # Scraped with honor_labels false, the object's own namespace and pod come as exported_*,
+        # and the plain labels name the kube-state-metrics pod: the exported ones win.
+        namespace = row.get("exported_namespace") or row.get("namespace") or None
+        pod = row.get("exported_pod") or row.get("pod") or None
+        rows.append({"series_id": row["series_id"], "metric": name, "namespace": namespace, "pod": pod,
+                     "uid": row.get("exported_uid") or row.get("uid") or None,
                      "labels": _labels_json(row, kept if name in label_metrics else None)})
     schema = {"series_id": pl.UInt32, "metric": pl.String, "namespace": pl.String, "pod": pl.String,
               "uid": pl.String, "labels": pl.String}
