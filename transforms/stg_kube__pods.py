@@ -85,9 +85,13 @@ def stg_kube__pods(
     raw: pl.DataFrame, namespaces: pl.DataFrame, *, window_start: datetime, window_end: datetime, data_end: datetime,
     step_seconds: int, department_labels: list[str], queue_label: str, gpu_resource: str = "nvidia_com_gpu",
     mig_resource_prefix: str = "nvidia_com_mig_", mig_weights: Mapping[str, float] | None = None,
-    metrics: Mapping[str, str] | None = None,
+    metrics: Mapping[str, str] | None = None, node_gpus: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(pods overlapping [window_start, window_end) or created in it, quarantined pods)."""
+    """(pods overlapping [window_start, window_end) or created in it, quarantined pods).
+
+    Quarantined, never staged: a MIG resource that names no profile, a negative GPU request, and
+    more GPUs than the pod's node holds (``node_gpus``: cluster, node, node_gpus; a node not in it
+    is not checked). The rest of the month builds."""
     m = {**DEFAULT_METRICS, **(metrics or {})}
     series = across_days(raw.filter(pl.col("metric") != m["namespace_labels"]))
     times = pod_times(series, {"created_time": m["pod_created"], "scheduled_time": m["pod_scheduled"],
@@ -104,8 +108,9 @@ def stg_kube__pods(
     ns_rows = raw.filter(pl.col("metric") == m["namespace_labels"])
     pods = pods.join(labels_of(ns_rows, ["cluster", "namespace"], department_labels, "ns_"),
                      on=["cluster", "namespace"], how="left")
-    bad = pods.filter(pl.col("bad_resource").is_not_null())
-    pods = _department(pods.filter(pl.col("bad_resource").is_null()), namespaces, department_labels)
+    pods = _with_problem(pods, node_gpus)
+    bad = pods.filter(pl.col("_problem").is_not_null())
+    pods = _department(pods.filter(pl.col("_problem").is_null()), namespaces, department_labels)
     held_until = pl.when(pl.col("is_open")).then(pl.lit(data_end)).otherwise(pl.col("_end"))
     pods = pods.with_columns(*_end(step_seconds, data_end)).with_columns(
         created_time=pl.coalesce("created_time", "first_seen"), pod_uid=pl.col("uid"),
@@ -124,10 +129,24 @@ def stg_kube__pods(
     return pods, _quarantine(bad)
 
 
+def _with_problem(pods: pl.DataFrame, node_gpus: pl.DataFrame | None) -> pl.DataFrame:
+    """``_problem``: why a pod cannot be billed as its series say (null when it can)."""
+    if node_gpus is None:
+        node_gpus = pl.DataFrame(schema={"cluster": pl.String(), "node": pl.String(), "node_gpus": pl.Float64()})
+    pods = pods.join(node_gpus.select("cluster", "node", pl.col("node_gpus").alias("_node_gpus")),
+                     on=["cluster", "node"], how="left")
+    return pods.with_columns(_problem=pl.when(pl.col("bad_resource").is_not_null())
+                             .then(pl.format("GPU resource {} names no MIG profile", "bad_resource"))
+                             .when(pl.col("gpus") < 0).then(pl.format("negative GPU request ({} GPUs)", "gpus"))
+                             .when(pl.col("gpus") > pl.col("_node_gpus") + 1e-9)
+                             .then(pl.format("{} GPUs requested on node {} of {} GPUs", "gpus", "node", "_node_gpus"))
+                             ).drop("_node_gpus")
+
+
 def _quarantine(bad: pl.DataFrame) -> pl.DataFrame:
     return bad.select(
         pl.col("cluster"), pl.lit("stg_kube__pods").alias("source"), pl.lit("").alias("partition_key"),
         pl.format("{}/{} uid={}", "namespace", "pod", "uid").alias("location"),
-        pl.format("GPU resource {} names no MIG profile", "bad_resource").alias("reason"),
+        pl.col("_problem").alias("reason"),
         pl.col("gpu_type").alias("payload"), pl.lit(1, pl.Int64).alias("n_rows"),
     ).cast(QUARANTINE_SCHEMA)  # type: ignore[arg-type]

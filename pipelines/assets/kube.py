@@ -13,7 +13,7 @@ from cardhours.sources.kube.landing import SOURCE, land
 from cardhours.sources.kube.reader import KubeReader
 from pipelines.checks.gx_adapter import run_suite_on_frame
 from pipelines.checks.kube_suites import (
-    staged_kube_jobs_frame, staged_kube_jobs_suite, staged_pods_frame, staged_pods_suite,
+    node_gpus, staged_kube_jobs_frame, staged_kube_jobs_suite, staged_pods_frame, staged_pods_suite,
 )
 from pipelines.checks.suites import node_gpu_capacity
 from pipelines.partitions import daily_partitions, monthly_partitions, naive_window
@@ -72,6 +72,7 @@ def _month_pods(cardhours: CardhoursResource, conn, start: datetime, end: dateti
     pods, rejects = [], []
     weights = dict(cardhours.config.rates.mig_profile_weights)
     namespaces = cardhours.config.namespaces_frame()
+    capacity = node_gpus(cardhours.config.inventory_frame())
     for cluster in cardhours.config.clusters:
         kube = cluster.kubernetes
         if kube is None:
@@ -85,7 +86,7 @@ def _month_pods(cardhours: CardhoursResource, conn, start: datetime, end: dateti
             raw, namespaces, window_start=start, window_end=end, data_end=data_end,
             step_seconds=kube_step_seconds(cluster), department_labels=kube.department_labels,
             queue_label=kube.queue_label, gpu_resource=kube.gpu_resource, mig_resource_prefix=kube.mig_resource_prefix,
-            mig_weights=weights, metrics=kube.metric_names.model_dump())
+            mig_weights=weights, metrics=kube.metric_names.model_dump(), node_gpus=capacity)
         pods.append(staged)
         rejects.append(bad)
     if not pods:

@@ -27,7 +27,7 @@ from cardhours.sources.kube.reader import KubeReader
 from cardhours.sources.openmetrics import OpenMetricsError
 from pipelines.assets.kube import kube_step_seconds
 from pipelines.checks.gx_adapter import run_suite_on_frame
-from pipelines.checks.kube_suites import staged_pods_frame, staged_pods_suite
+from pipelines.checks.kube_suites import node_gpus, staged_pods_frame, staged_pods_suite
 from tests.corpus import Case
 from transforms.stg_kube__jobs import stg_kube__jobs
 from transforms.stg_kube__pods import stg_kube__pods
@@ -111,6 +111,7 @@ def stage(lines: list[str]) -> Staged:
         data_end=DAY + timedelta(days=1), step_seconds=kube_step_seconds(cluster),
         department_labels=kube.department_labels, queue_label=kube.queue_label, gpu_resource=kube.gpu_resource,
         mig_resource_prefix=kube.mig_resource_prefix, mig_weights=dict(config.rates.mig_profile_weights),
+        node_gpus=node_gpus(config.inventory_frame()),
         metrics=kube.metric_names.model_dump())
     check = run_suite_on_frame(staged_pods_suite(), staged_pods_frame(pods, config.inventory_frame()),
                                ["staging", "stg_kube__pods"], "gx_stg_kube__pods")
@@ -148,6 +149,17 @@ def rejected(lines: list[str], part: str, row: tuple) -> Callable[[], None]:
     return check
 
 
+def rejected_pod(lines: list[str], reason: str) -> Callable[[], None]:
+    """The pod is quarantined in staging with ``reason``; another pod of the same day still bills."""
+    def check() -> None:
+        got = stage([*lines, *pod("b")])
+        assert got.rejects.select("location", "reason").rows() == [(got.rejects["location"][0], reason)]
+        assert got.rejects["location"][0].startswith("ml/a uid=")
+        assert got.pods["pod"].to_list() == ["b"] and got.failed == []
+
+    return check
+
+
 def conflicting() -> None:
     lines = pod("a")
     with pytest.raises(OpenMetricsError) as caught:
@@ -166,7 +178,6 @@ FLAPS = [(0, "Pending"), (120, "Running"), (1800, "Unknown"), (1920, "Running"),
 TEAM = {"label_team": "search"}
 PHYSICS = scraped("kube_namespace_labels", {"namespace": "physics", "label_department": "physics"}, 0, 3840, 1)
 ORPHAN = [line.replace(',pod="a"', "") if line.startswith("kube_pod_created") else line for line in pod("a")]
-BETWEEN = "expect_column_values_to_be_between(gpus)"
 
 CASES: list[Case] = [
     Case("kube-pod-without-gpu-request", "kube", "pod cpu-only requesting only cpu, next to GPU pod a", "billed",
@@ -197,14 +208,12 @@ CASES: list[Case] = [
          rejected(pod("a", resource="nvidia_com_mig_9g_90gb"), "staging",
                   ("ml/a uid=uid-a", "GPU resource nvidia_com_mig_9g_90gb names no MIG profile",
                    "nvidia_com_mig_9g_90gb", 1))),
-    Case("kube-negative-gpu-request", "kube", 'resource="nvidia_com_gpu" -1', "refused",
-         f"staged with gpus -1, -3600 GPU-seconds; the blocking gx_stg_kube__pods check fails: {BETWEEN}, 1 row",
-         staged_as(pod("a", count=-1), GPUS, [("ml", "a", -1.0, -1, -3600.0)], failed=[(BETWEEN, 1)])),
+    Case("kube-negative-gpu-request", "kube", 'resource="nvidia_com_gpu" -1', "quarantined",
+         "`negative GPU request (-1.0 GPUs)` at `ml/a uid=...`; not billed, the month builds",
+         rejected_pod(pod("a", count=-1), "negative GPU request (-1.0 GPUs)")),
     Case("kube-gpu-request-beyond-node", "kube", 'resource="nvidia_com_gpu" 64 on gpu-1 (8 GPUs in the inventory)',
-         "refused", "staged with 64 GPUs, 230400 GPU-seconds; the blocking gx_stg_kube__pods check fails: "
-         "expect_column_pair_values_a_to_be_greater_than_b (gpu_capacity >= gpus), 1 row",
-         staged_as(pod("a", count=64), GPUS, [("ml", "a", 64.0, 64, 230400.0)],
-                   failed=[("expect_column_pair_values_a_to_be_greater_than_b", 1)])),
+         "quarantined", "`64.0 GPUs requested on node gpu-1 of 8.0 GPUs`; not billed, the month builds",
+         rejected_pod(pod("a", count=64), "64.0 GPUs requested on node gpu-1 of 8.0 GPUs")),
     Case("kube-namespace-without-department", "kube", "pods in ml (mapped to vision), physics "
          "(kube_namespace_labels label_department=physics), sandbox (no labels, no mapping) and sandbox with pod "
          "label label_team=search", "billed", "departments vision (namespace_mapping), physics (namespace_label), "
