@@ -1,8 +1,15 @@
-"""Run a month through Dagster: every daily ingest partition, then the monthly marts and reports."""
+"""Run a month through Dagster: every daily ingest partition, then the monthly marts and reports.
+
+The whole month runs under the warehouse lock (warehouse/lock.py), taken here before the first
+day and held to the end; the jobs' steps run in this process and re-enter it. A failed day stops
+the month before the monthly build (which would refuse it anyway: pipelines/assets/gate.py),
+unless the caller accepts the gaps with a reason: then every day is tried, and the monthly job
+builds over the failed ones and records the reason with the build."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,8 +18,11 @@ from dagster import DagsterInstance, ExecuteInProcessResult
 
 from cardhours.config import Config
 from pipelines.definitions import build_definitions
+from pipelines.assets.gate import GATE_STEP
 from pipelines.partitions import days_of_month, month_key
+from warehouse.lock import hold_warehouse
 
+_FAILURE_PREFIX = re.compile(r"^dagster\S*Failure: ")  # a dagster.Failure's description is the message
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
@@ -27,6 +37,7 @@ class MonthOutputs:
     reports_dir: Path
     review: Path
     days: int
+    failed_days: tuple[str, ...] = ()
 
 
 def _instance() -> DagsterInstance:
@@ -40,7 +51,7 @@ def _failure_text(result: ExecuteInProcessResult) -> str:
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             error = event.step_failure_data.error
-            return f"step {event.step_key}: {error.message.strip()}"
+            return f"step {event.step_key}: {_FAILURE_PREFIX.sub('', error.message.strip())}"
     return "unknown failure (see the Dagster logs)"
 
 
@@ -49,30 +60,44 @@ def run_month(
     config: Config,
     month: str,
     progress: Callable[[str, int, int], None] | None = None,
+    accept_gaps: str | None = None,
 ) -> MonthOutputs:
-    """Materialize all assets for ``month`` (``YYYY-MM``) and return where the outputs went."""
+    """Materialize all assets for ``month`` (``YYYY-MM``) and return where the outputs went.
+    Raises ``RunFailed`` (a day or the monthly build failed) or ``WarehouseBusy``."""
     definitions = build_definitions(str(config_path))
     daily = definitions.resolve_job_def("daily_ingest")
     monthly = definitions.resolve_job_def("monthly_review")
     days = days_of_month(month)
     total = len(days) + 1
-    with _instance() as instance:
+    failed: list[str] = []
+    with hold_warehouse(config.warehouse.path, f"cardhours run --month {month}"), _instance() as instance:
         for index, day in enumerate(days):
             if progress:
                 progress(f"ingest {day}", index, total)
-            _execute(daily, day, instance)
+            problem = _execute(daily, day, instance)
+            if problem and not accept_gaps:
+                raise RunFailed(
+                    f"day {day} failed: {problem}. The monthly build of {month} did not run: fix the cause and "
+                    f"run the month again, or build over the failed day with --accept-gaps \"reason\"")
+            if problem:
+                failed.append(f"{day}: {problem}")
         if progress:
             progress(f"marts and reports {month}", len(days), total)
-        _execute(monthly, month_key(month), instance)
+        gate = {"ops": {GATE_STEP: {"config": {"accept_gaps": accept_gaps}}}} if accept_gaps else {}
+        problem = _execute(monthly, month_key(month), instance, gate)
+        if problem:
+            raise RunFailed(f"monthly build {month} failed: {problem}")
         if progress:
             progress("done", total, total)
     reports_dir = config.reports.dir
-    return MonthOutputs(month, config.warehouse.path, reports_dir, reports_dir / month / "review.html", len(days))
+    return MonthOutputs(month, config.warehouse.path, reports_dir, reports_dir / month / "review.html", len(days),
+                        tuple(failed))
 
 
-def _execute(job, partition_key: str, instance: DagsterInstance) -> None:
+def _execute(job, partition_key: str, instance: DagsterInstance, run_config: dict | None = None) -> str | None:
+    """Run one partition; None when it succeeded, else what failed."""
     result = job.execute_in_process(
-        partition_key=partition_key, instance=instance, run_config=QUIET_RUN_CONFIG, raise_on_error=False
+        partition_key=partition_key, instance=instance, run_config={**QUIET_RUN_CONFIG, **(run_config or {})},
+        raise_on_error=False,
     )
-    if not result.success:
-        raise RunFailed(f"partition {partition_key} failed: {_failure_text(result)}")
+    return None if result.success else _failure_text(result)
