@@ -48,6 +48,7 @@ SCHEMA: dict[str, pl.DataType] = {"billing_month": pl.Date(), "charge_month": pl
 UNIT = "GPU-Hours"
 ROW_KEY = ["cluster", "x_ChargeKind", "SubAccountId", "SkuId", "SkuPriceId", "ResourceId", "ChargePeriodStart",
            "ChargePeriodEnd", "Tags", "AllocatedMethodId"]
+ORDER = ["charge_month", "ChargeClass", *ROW_KEY]  # the export's and the ledger's row order (nulls last)
 MEASURES = {"PricingQuantity": 6, "ConsumedQuantity": 6, "BilledCost": 2, "ListCost": 2, "ContractedCost": 2,
             "EffectiveCost": 2, "x_ActiveGpuHours": 6, "x_IdleGpuHours": 6, "x_JobCount": 0}
 

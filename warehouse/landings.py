@@ -14,7 +14,7 @@ from datetime import date, datetime
 import duckdb
 import polars as pl
 
-from warehouse.connection import read_frame
+from warehouse.connection import first_row, read_frame
 
 OK, REJECTED, FAILED = "ok", "rejected", "failed"
 STARTED, FINISHED = "started", "finished"
@@ -85,13 +85,18 @@ def start_build(conn: duckdb.DuckDBPyConnection, month: date, started_at: dateti
 
 
 def finish_build(conn: duckdb.DuckDBPyConnection, month: date, finished_at: datetime) -> None:
-    conn.execute("UPDATE meta.monthly_builds SET finished_at = ?, status = ? WHERE month = ?",
-                 [finished_at, FINISHED, month])
+    """The month's build is done. Without a recorded start (the chargeback assets materialized
+    without the monthly job's gate) it is recorded as built over unknown landings."""
+    conn.execute(
+        "INSERT INTO meta.monthly_builds (month, finished_at, status) VALUES (?, ?, ?) ON CONFLICT (month) "
+        "DO UPDATE SET finished_at = excluded.finished_at, status = excluded.status",
+        [month, finished_at, FINISHED],
+    )
 
 
 def latest_build(conn: duckdb.DuckDBPyConnection, month: date) -> Build | None:
-    row = conn.execute(
-        "SELECT month, started_at, landed_through, finished_at, status, accepted_gaps "
+    row = first_row(
+        conn, "SELECT month, started_at, landed_through, finished_at, status, accepted_gaps "
         "FROM meta.monthly_builds WHERE month = ?", [month]
-    ).fetchone()
+    )
     return Build(*row) if row else None

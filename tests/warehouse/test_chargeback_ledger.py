@@ -16,10 +16,12 @@ from typer.testing import CliRunner
 
 from cardhours.cli import app
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
+from pipelines.assets.gate import month_landed
 from pipelines.resources import CardhoursResource
 from tests.support import chargeback_frames
 from tests.support.chargeback_frames import usage
 from tests.support.focus_conformance import csv_problems, parquet_problems
+from tests.support.landings import land_month
 from warehouse import connect, replace_partition
 
 # Months of the past (Dagster has no partition for the current month): AUG closes first.
@@ -110,13 +112,16 @@ def site(tmp_path: Path) -> Path:
 
 
 def _usage(site: Path, month: date, rows: list[dict]) -> None:
+    """The month's fct_job_usage rows, every day of it landed (as the daily ingest records it)."""
     frame = usage(*[{**r, "month": month} for r in rows]) if rows else usage()
     with connect(site.parent / "wh" / "cardhours.duckdb") as conn:
         replace_partition(conn, "marts.fct_job_usage", frame, {"month": month})
+        land_month(conn, month, {"c1": ["dcgm"]})
 
 
 def _materialize(site: Path, month: date) -> dict[str, bool]:
-    result = materialize(CHARGEBACK_ASSETS, partition_key=month.isoformat(),
+    """The chargeback assets after the monthly job's gate (which records the build)."""
+    result = materialize([month_landed, *CHARGEBACK_ASSETS], partition_key=month.isoformat(),
                          resources={"cardhours": CardhoursResource(config_path=str(site))})
     assert result.success
     return {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
@@ -169,7 +174,7 @@ def test_close_late_data_corrections_and_reruns(site: Path) -> None:
     fixes = _rows(site, "SELECT * FROM marts.fct_chargeback_focus WHERE ChargeClass = 'Correction'")
     assert fixes.height > 0 and set(fixes["billing_month"]) == {SEP} and set(fixes["charge_month"]) == {AUG}
     regular = _rows(site, "SELECT * FROM marts.fct_chargeback_focus WHERE billing_month = ?", [AUG])
-    frozen = _rows(site, "SELECT * EXCLUDE (closed_at) FROM marts.chargeback_ledger")
+    frozen = _rows(site, "SELECT * EXCLUDE (closed_at, ledger_seq, row_hash) FROM marts.chargeback_ledger")
     assert regular.sort(regular.columns, nulls_last=True).equals(frozen.sort(frozen.columns, nulls_last=True))
     added = Decimal("2") * 2 * Decimal("2.5")  # 2 GPUs x 2 h before the price change
     total = _rows(site, "SELECT sum(BilledCost) AS c FROM marts.fct_chargeback_focus WHERE x_ChargeKind = 'usage'")["c"][0]
@@ -232,7 +237,8 @@ def test_migration_tables_match_the_transform_schemas(tmp_path: Path) -> None:
                 "ORDER BY ordinal_position", [schema, name]).fetchall()]
 
         assert columns("marts.fct_chargeback_focus") == list(fct_chargeback_focus.SCHEMA)
-        assert columns("marts.chargeback_ledger") == [*fct_chargeback_focus.SCHEMA, "closed_at"]
+        frozen = ["closed_at", "ledger_seq", "row_hash"]  # the close's time, the row's place and hash in the chain
+        assert columns("marts.chargeback_ledger") == [*fct_chargeback_focus.SCHEMA, *frozen]
         assert columns("marts.fct_chargeback_jobs") == list(fct_chargeback_jobs.SCHEMA)
-        assert columns("marts.chargeback_ledger_jobs") == [*fct_chargeback_jobs.SCHEMA, "closed_at"]
+        assert columns("marts.chargeback_ledger_jobs") == [*fct_chargeback_jobs.SCHEMA, *frozen]
         assert columns("marts.mart_chargeback_reconciliation") == list(mart_chargeback_reconciliation.SCHEMA)
