@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cardhours.cli_support import console, fail, load_or_exit, locked, month_option, opened, out
+from cardhours.cli_support import console, fail, load_or_exit, locked, month_option, opened, out, require_warehouse
 
 ledger_app = typer.Typer(help="The closed chargeback ledger.", no_args_is_help=True)
 EXPORTS = ("chargeback_focus.csv", "chargeback_focus.parquet", "chargeback_jobs.csv")
@@ -50,6 +50,7 @@ def close(
         raise typer.BadParameter("--accept-gaps needs a reason, e.g. --accept-gaps \"exporter down 10-03, agreed with finance\"")
     path, first = settings.warehouse.path, date.fromisoformat(f"{month}-01")
     now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    require_warehouse(path, "not closed")
     with locked(path, f"cardhours close --month {month}", "not closed"), opened(path, "not closed") as conn:
         try:
             result = close_month(conn, settings, first, now, accept_gaps)
@@ -84,6 +85,7 @@ def verify(config: Annotated[Path, typer.Option("--config", help="The TOML confi
 
     settings = load_or_exit(config)
     path = settings.warehouse.path
+    require_warehouse(path, "not verified")
     with locked(path, "cardhours ledger verify", "not verified"), opened(path, "not verified") as conn:
         result = verify_ledger(conn)
     if result.problem:

@@ -39,6 +39,12 @@ def fail(verdict: str, message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+def require_warehouse(path: Path, verdict: str) -> None:
+    """Exit 1 when there is no warehouse file yet (nothing is created)."""
+    if not path.is_file():
+        raise fail(verdict, f"no warehouse at {path}; run the month first")
+
+
 @contextmanager
 def locked(path: Path, what: str, verdict: str) -> Iterator[None]:
     """Hold the warehouse lock for the block; busy -> the holder named, exit BUSY_EXIT."""
@@ -56,11 +62,9 @@ def locked(path: Path, what: str, verdict: str) -> Iterator[None]:
 
 @contextmanager
 def opened(path: Path, verdict: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An existing warehouse, migrated; exit 1 naming the problem when it cannot be opened."""
+    """The warehouse, migrated; exit 1 naming the problem when it cannot be opened."""
     from warehouse import MigrationError, connect
 
-    if not path.is_file():
-        raise fail(verdict, f"no warehouse at {path}; run the month first")
     try:
         conn = connect(path)
     except MigrationError as exc:

@@ -68,8 +68,8 @@ def _walk(month: date, items: list[tuple[str, dict, pl.Schema]], previous: str, 
         found = row[HASH_COLUMN[table]]
         wanted = link(previous, table, canonical(row, schema, table))
         if found != wanted:
-            raise _Broken(f"{_where(table, month, row)}: expected hash {wanted}, found {found}: the row was changed "
-                          "after the close (or the row before it was)")
+            raise _Broken(f"{_where(table, month, row)}: expected hash {wanted} (from its content now), found {found} "
+                          "(recorded at the close): the row was changed after the close (or the row before it was)")
         previous, expected = found, seq + 1
     return previous, expected
 

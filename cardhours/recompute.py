@@ -32,8 +32,9 @@ KEYS = {
 }
 
 
-def _as_text(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
-    return frame.select(pl.col(c).cast(pl.String) for c in columns)
+def _as_text(frame: pl.DataFrame, columns: list[str], keys: list[str], schema: pl.Schema) -> pl.DataFrame:
+    """Values as text (exact: decimals keep their scale), the key columns in the recomputed types."""
+    return frame.select(pl.col(c).cast(schema[c]) if c in keys else pl.col(c).cast(pl.String) for c in columns)
 
 
 def row_differences(table: str, stored: pl.DataFrame, recomputed: pl.DataFrame) -> list[str]:
@@ -43,7 +44,7 @@ def row_differences(table: str, stored: pl.DataFrame, recomputed: pl.DataFrame) 
     if lacking:
         return [f"{table} has no column {', '.join(lacking)}: migrate the warehouse"]
     keys = KEYS[table]
-    s, r = _as_text(stored, columns), _as_text(recomputed, columns)
+    s, r = (_as_text(frame, columns, keys, recomputed.schema) for frame in (stored, recomputed))
     only_stored = s.join(r, on=columns, how="anti", nulls_equal=True)
     only_recomputed = r.join(s, on=columns, how="anti", nulls_equal=True)
     pairs = only_stored.join(only_recomputed, on=keys, how="full", nulls_equal=True, suffix="_new", coalesce=False)
@@ -54,8 +55,9 @@ def row_differences(table: str, stored: pl.DataFrame, recomputed: pl.DataFrame) 
         elif all(row[f"{k}_new"] is None for k in keys):
             lines.append(f"{table}: stored row ({describe(table, row)}) is not in the recomputation")
         else:
-            lines += [f"{table} row ({describe(table, row)}): {c} stored {row[c]}, recomputed {row[c + '_new']}"
-                      for c in columns if c not in keys and row[c] != row[c + "_new"]]
+            changed = [f"{c} stored {row[c]}, recomputed {row[c + '_new']}"
+                       for c in columns if c not in keys and row[c] != row[c + "_new"]]
+            lines.append(f"{table} row ({describe(table, row)}): {'; '.join(changed)}")
     if not lines and s.height != r.height:
         lines.append(f"{table}: {s.height} rows stored, {r.height} recomputed (duplicate rows)")
     return lines
@@ -91,11 +93,11 @@ def _charge_month_problems(conn: duckdb.DuckDBPyConnection, config: Config, bill
 
 
 def recompute_problems(conn: duckdb.DuckDBPyConnection, config: Config, billing: date) -> list[str]:
-    """What differs between the stored marts of billing month ``billing`` and a recomputation
-    (at most SHOWN lines, then a count of the rest); empty when they agree to the cent."""
+    """What differs between the stored marts of billing month ``billing`` and a recomputation, one
+    line per row (at most SHOWN, then a count of the rest); empty when they agree to the cent."""
     problems = []
     for charge in sorted({*charge_months(conn, billing), billing}):
         problems += _charge_month_problems(conn, config, billing, charge)
     if len(problems) > SHOWN:
-        problems = [*problems[:SHOWN], f"... and {len(problems) - SHOWN} more differences"]
+        problems = [*problems[:SHOWN], f"... and {len(problems) - SHOWN} more rows"]
     return problems

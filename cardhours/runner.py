@@ -22,7 +22,7 @@ from pipelines.assets.gate import GATE_STEP
 from pipelines.partitions import days_of_month, month_key
 from warehouse.lock import hold_warehouse
 
-_FAILURE_PREFIX = re.compile(r"^dagster\S*Failure: ")  # a dagster.Failure's description is the message
+_FAILURE_PREFIX = re.compile(r"^dagster\.\S+: ")  # Dagster's exception class (a dagster.Failure's text is the message)
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
@@ -48,10 +48,16 @@ def _instance() -> DagsterInstance:
 
 
 def _failure_text(result: ExecuteInProcessResult) -> str:
+    """``step <key>: <the asset's own error>``, plus the descriptions of failed blocking checks."""
+    failed_checks = [f"check {e.check_name}: {e.description}" for e in result.get_asset_check_evaluations()
+                     if not e.passed and e.description]
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             error = event.step_failure_data.error
-            return f"step {event.step_key}: {_FAILURE_PREFIX.sub('', error.message.strip())}"
+            while error.cause is not None:  # Dagster's wrappers around the asset's exception
+                error = error.cause
+            text = _FAILURE_PREFIX.sub("", error.message.strip())
+            return "; ".join([f"step {event.step_key}: {text}", *failed_checks])
     return "unknown failure (see the Dagster logs)"
 
 

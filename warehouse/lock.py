@@ -36,7 +36,7 @@ class WarehouseBusy(RuntimeError):
     """Another process holds the warehouse lock; the message names it and what to do."""
 
     def __init__(self, path: Path, holder: dict[str, object] | None) -> None:
-        self.path = path
+        self.path = path  # the warehouse (DuckDB file)
         self.holder = holder or {}
         if holder:
             who = (f"{holder.get('what', 'another cardhours process')} since {holder.get('since', '?')}, "
@@ -82,14 +82,15 @@ def read_holder(path: Path) -> dict[str, object] | None:
     return None
 
 
-def _acquire(path: Path, what: str) -> int:
+def _acquire(warehouse: Path, what: str) -> int:
+    path = lock_path(warehouse)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise WarehouseBusy(path, read_holder(path)) from None
+        raise WarehouseBusy(warehouse, read_holder(path)) from None
     except BaseException:
         os.close(fd)
         raise
@@ -110,8 +111,8 @@ def _release(fd: int) -> None:
 
 def acquire_warehouse(warehouse: str | Path, what: str) -> None:
     """Take the lock (or count up if this process holds it); raises ``WarehouseBusy``."""
-    path = lock_path(Path(warehouse).absolute())
-    key = str(path)
+    path = Path(warehouse).absolute()
+    key = str(lock_path(path))
     with _guard:
         held = _held.get(key)
         if held is not None:
