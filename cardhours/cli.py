@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cardhours.cli_ledger import close, ledger_app
-from cardhours.cli_support import BUSY_EXIT, console, load_or_exit, month_option, out
+from cardhours.cli_support import BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
 from cardhours.config import Config
 
 app = typer.Typer(help="GPU utilization analytics and chargeback.", no_args_is_help=True, add_completion=False)
@@ -79,15 +79,13 @@ def run(
     month: Annotated[str, typer.Option(help="Month to build, YYYY-MM (UTC).", callback=_month)],
     accept_gaps: Annotated[str | None, typer.Option(
         "--accept-gaps", help="Build the month although a day failed or is missing (every day is tried); "
-        "the reason is stored with the build.")] = None,
+        "the reason is stored with the build.", callback=reason_option)] = None,
 ) -> None:
     """Materialize every asset of a month through Dagster and print where the outputs went.
 
     A failed day stops it before the monthly build (exit 1, the day named); exit 75 if the
     warehouse is busy."""
     settings = _load_or_exit(config)
-    if accept_gaps is not None and not accept_gaps.strip():
-        raise typer.BadParameter("--accept-gaps needs a reason")
     _run_month(config, settings, month, accept_gaps)
 
 

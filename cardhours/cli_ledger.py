@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
-from cardhours.cli_support import console, fail, load_or_exit, locked, month_option, opened, out, require_warehouse
+from cardhours.cli_support import (
+    console, fail, load_or_exit, locked, month_option, opened, out, reason_option, require_warehouse,
+)
 
 ledger_app = typer.Typer(help="The closed chargeback ledger.", no_args_is_help=True)
 EXPORTS = ("chargeback_focus.csv", "chargeback_focus.parquet", "chargeback_jobs.csv")
@@ -34,7 +36,7 @@ def close(
     month: Annotated[str, typer.Option(help="Billing month to close, YYYY-MM (UTC).", callback=month_option)],
     accept_gaps: Annotated[str | None, typer.Option(
         "--accept-gaps", help="Close although days are missing or failed, the month is in its grace period, or "
-        "coverage/quarantine are out of limits; the reason is stored with the month.")] = None,
+        "coverage/quarantine are out of limits; the reason is stored with the month.", callback=reason_option)] = None,
 ) -> None:
     """Close a billing month: freeze its chargeback rows in the hash-chained ledger.
 
@@ -46,8 +48,6 @@ def close(
     from cardhours.ledger import CloseError
 
     settings = load_or_exit(config)
-    if accept_gaps is not None and not accept_gaps.strip():
-        raise typer.BadParameter("--accept-gaps needs a reason, e.g. --accept-gaps \"exporter down 10-03, agreed with finance\"")
     path, first = settings.warehouse.path, date.fromisoformat(f"{month}-01")
     now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     require_warehouse(path, "not closed")
@@ -56,7 +56,12 @@ def close(
             result = close_month(conn, settings, first, now, accept_gaps)
         except CloseError as exc:
             raise fail("not closed", str(exc)) from exc
-        manifest = _frozen_exports(conn, settings.reports.dir, first)
+        try:
+            manifest = _frozen_exports(conn, settings.reports.dir, first)
+        except OSError as exc:
+            raise fail("closed, but its files are not written", f"{month} is closed in the ledger; writing its "
+                       f"export files or MANIFEST.sha256 under {settings.reports.dir / month} failed ({exc}): fix "
+                       "that and run cardhours close again, which writes them") from exc
     state = f"was already closed at {result.closed_at:%Y-%m-%d %H:%M:%S}Z; ledger unchanged" if result.already else "closed"
     out.print(f"month {month} {state}: {result.focus_rows} FOCUS rows, {result.job_lines} job lines, "
               f"billed {result.billed_cost} {settings.rates.currency}", highlight=False)

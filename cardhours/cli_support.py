@@ -33,6 +33,13 @@ def month_option(value: str) -> str:
     return value
 
 
+def reason_option(value: str | None) -> str | None:
+    """``--accept-gaps``: a reason a person can read later, never empty."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter('needs a reason, e.g. --accept-gaps "exporter down 10-03, agreed with finance"')
+    return value.strip() if value else None
+
+
 def fail(verdict: str, message: str, code: int = 1) -> typer.Exit:
     """Print ``verdict: message`` to stderr; the caller raises the returned exit."""
     console.print(f"[red]{verdict}[/red]: {message}", highlight=False)

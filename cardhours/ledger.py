@@ -84,8 +84,8 @@ def booked(conn: duckdb.DuckDBPyConnection, table: str, charge_month: date) -> p
 
 def ledger_rows(conn: duckdb.DuckDBPyConnection, month: date) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(FOCUS rows, job lines) the ledger holds for closed billing month ``month``."""
-    return tuple(read_frame(conn, f"SELECT * FROM {table} WHERE billing_month = ?", [month])  # type: ignore[return-value]
-                 for table in (FOCUS_TABLE, JOBS_TABLE))
+    focus = read_frame(conn, f"SELECT * FROM {FOCUS_TABLE} WHERE billing_month = ?", [month])
+    return focus, read_frame(conn, f"SELECT * FROM {JOBS_TABLE} WHERE billing_month = ?", [month])
 
 
 def charge_months(conn: duckdb.DuckDBPyConnection, billing: date) -> list[date]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import date, datetime
 from pathlib import Path
 
-import duckdb
 import polars as pl
 from dagster import materialize
 from typer.testing import CliRunner, Result
@@ -19,6 +18,7 @@ from pipelines.resources import CardhoursResource
 from tests.support import chargeback_frames
 from tests.support.chargeback_frames import usage
 from tests.support.landings import land_month
+from tests.support.warehouse_read import read
 from warehouse import connect, replace_partition
 
 # Months of the past (Dagster has no partition for the current month): AUG closes first.
@@ -128,11 +128,7 @@ def build(site: Path, month: date, accept_gaps: str | None = None) -> dict[str, 
 
 
 def rows(site: Path, sql: str, params: list | None = None) -> pl.DataFrame:
-    conn = duckdb.connect(str(database(site)), read_only=True)
-    try:
-        return conn.sql(sql, params=params).pl()
-    finally:
-        conn.close()
+    return read(database(site), sql, params)
 
 
 def close(site: Path, month: str, *extra: str) -> Result:

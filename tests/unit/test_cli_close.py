@@ -42,4 +42,4 @@ def test_accept_gaps_needs_a_reason(tmp_path: Path) -> None:
     config = tmp_path / "site.toml"
     config.write_text(EXAMPLE.read_text())
     result = runner.invoke(app, ["close", "--config", str(config), "--month", "2026-10", "--accept-gaps", "  "])
-    assert result.exit_code == 2 and "--accept-gaps needs a reason" in " ".join(result.output.split())
+    assert result.exit_code == 2 and "needs a reason, e.g. --accept-gaps" in " ".join(result.output.split())

@@ -127,3 +127,22 @@ def test_months_closed_before_the_chain_are_sealed_by_the_next_close(closed: tup
         25, head)  # sealed as it had been chained: same order, same hashes
     ok = _verify(site)
     assert ok.exit_code == 0 and ok.output.startswith("ledger ok: 2 closed month(s), ")
+
+
+def test_files_that_could_not_be_written_are_written_by_the_next_close(tmp_path: Path) -> None:
+    site = make_site(tmp_path)
+    put_usage(site, AUG, august())
+    build(site, AUG)
+    folder = tmp_path / "reports" / "2026-08"
+    (folder / "MANIFEST.sha256").mkdir()  # something in the way of the manifest
+    failed = close(site, "2026-08")
+    assert failed.exit_code == 1
+    assert " ".join(failed.output.split()).startswith(
+        "closed, but its files are not written: 2026-08 is closed in the ledger; writing its export files or "
+        f"MANIFEST.sha256 under {folder} failed (")
+    assert rows(site, "SELECT count(*) AS n FROM marts.chargeback_closed_months")["n"][0] == 1
+    (folder / "MANIFEST.sha256").rmdir()
+    again = close(site, "2026-08")
+    assert again.exit_code == 0 and "was already closed at " in again.output
+    check = subprocess.run(["sha256sum", "-c", "MANIFEST.sha256"], cwd=folder, capture_output=True, text=True)
+    assert check.returncode == 0 and check.stdout.count(": OK") == 3

@@ -7,8 +7,6 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-import duckdb
-import polars as pl
 import pytest
 from dagster import DagsterInstance
 from typer.testing import CliRunner
@@ -17,19 +15,12 @@ from cardhours.cli import app
 from cardhours.runner import _failure_text
 from cardhours.simulate.run import simulate
 from pipelines.definitions import build_definitions
+from tests.support.warehouse_read import read as _read
 
 pytestmark = [pytest.mark.slow]
 
 BROKEN = ("ComputeError: parquet: File out of specification: A Parquet file must contain a header and footer with "
           "at least 12 bytes")
-
-
-def _read(database: Path, sql: str) -> pl.DataFrame:
-    conn = duckdb.connect(str(database), read_only=True)
-    try:
-        return conn.sql(sql).pl()
-    finally:
-        conn.close()
 
 
 def test_a_failed_day_stops_the_month_until_accepted(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.chargeback_site import make_site
 from warehouse import WarehouseBusy, connect, hold_warehouse
 from warehouse.lock import held_here, lock_path, read_holder
 
@@ -24,27 +25,6 @@ from warehouse import hold_warehouse
 with hold_warehouse(sys.argv[1], sys.argv[2]):
     print("held", flush=True)
     sys.stdin.readline()
-"""
-CONFIG = """
-[warehouse]
-path = "wh/cardhours.duckdb"
-[reports]
-dir = "reports"
-[[clusters]]
-name = "c1"
-[clusters.metrics]
-source = "file"
-path = "metrics"
-[[clusters.inventory.node_groups]]
-hosts = "n1"
-gpu_model = "H100"
-model_name = "NVIDIA H100 80GB HBM3"
-gpus_per_node = 4
-gpu_memory_mib = 81559
-[rates]
-currency = "EUR"
-[rates.gpu_hour]
-H100 = 2.5
 """
 
 
@@ -83,8 +63,7 @@ def test_a_second_process_is_refused_naming_the_holder(holder) -> None:
 
 def test_cardhours_close_in_another_process_gets_the_busy_message(holder, tmp_path: Path) -> None:
     process, database = holder
-    config = tmp_path / "cardhours.toml"
-    config.write_text(CONFIG)
+    config = make_site(tmp_path)  # its warehouse: tmp_path/wh/cardhours.duckdb, the holder's
     close = subprocess.run([sys.executable, "-m", "cardhours.cli", "close", "--config", str(config), "--month", "2026-08"],
                            capture_output=True, text=True, env={**_env(), "COLUMNS": "400"}, cwd=ROOT, timeout=120)
     assert close.returncode == 75, close.stderr
