@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from datetime import date, datetime
 
 import duckdb
 import polars as pl
@@ -38,29 +37,22 @@ FOCUS_TABLE, JOBS_TABLE, MONTHS_TABLE = "marts.chargeback_ledger", "marts.charge
 HASH_COLUMN = {FOCUS_TABLE: "row_hash", JOBS_TABLE: "row_hash", MONTHS_TABLE: "head_hash"}
 
 
-def _text(value: object, dtype: pl.DataType) -> str:
-    if isinstance(dtype, pl.Decimal):
-        return f"{value:.{dtype.scale}f}"
+def _text(name: str, dtype: pl.DataType) -> pl.Expr:
+    """The column's values as their canonical text (null stays null)."""
+    column = pl.col(name)
     if isinstance(dtype, pl.Datetime):
-        assert isinstance(value, datetime)
-        return value.strftime("%Y-%m-%dT%H:%M:%S.%f")
-    if isinstance(dtype, pl.Date):
-        assert isinstance(value, date)
-        return value.isoformat()
-    if isinstance(dtype, pl.Boolean):
-        return "true" if value else "false"
-    if dtype.is_integer():
-        return str(int(value))  # type: ignore[call-overload]
-    if isinstance(dtype, pl.String):
-        return str(value)
-    raise TypeError(f"no canonical text for a {dtype} column")
+        return column.dt.strftime("%Y-%m-%dT%H:%M:%S%.6f")
+    if isinstance(dtype, (pl.Decimal, pl.Date, pl.Boolean, pl.String)) or dtype.is_integer():
+        return column.cast(pl.String)  # decimals keep their scale: "12.40", "-3.000000"
+    raise TypeError(f"no canonical text for column {name!r} of type {dtype}")
 
 
-def canonical(row: Mapping[str, object], schema: Mapping[str, pl.DataType], table: str) -> str:
-    """The row's canonical serialization (module docstring), without the table's hash column."""
-    skip = HASH_COLUMN[table]
-    values = {name: _text(value, schema[name]) for name, value in row.items() if value is not None and name != skip}
-    return json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def canonical(frame: pl.DataFrame, table: str) -> list[str]:
+    """Each row's canonical serialization (module docstring), without the table's hash column."""
+    names = sorted(c for c in frame.columns if c != HASH_COLUMN[table])
+    texts = frame.select(_text(name, frame.schema[name]) for name in names)
+    return [json.dumps({k: v for k, v in zip(names, row) if v is not None}, separators=(",", ":"), ensure_ascii=False)
+            for row in texts.iter_rows()]
 
 
 def link(previous: str, table: str, text: str) -> str:
@@ -87,9 +79,8 @@ def chain(frame: pl.DataFrame, table: str, previous: str, first_seq: int) -> tup
     ``previous`` (``frame`` has the table's columns and types); returns (rows, last hash)."""
     numbered = frame.with_columns(pl.int_range(first_seq, first_seq + frame.height, dtype=pl.Int64).alias(SEQ))
     hashes = []
-    schema = numbered.schema
-    for row in numbered.iter_rows(named=True):
-        previous = link(previous, table, canonical(row, schema, table))
+    for text in canonical(numbered, table):
+        previous = link(previous, table, text)
         hashes.append(previous)
     return numbered.with_columns(pl.Series(HASH_COLUMN[table], hashes, pl.String)), previous
 

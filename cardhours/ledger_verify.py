@@ -41,21 +41,23 @@ def _where(table: str, month: date, row: dict) -> str:
     return f"{table}, billing month {month:%Y-%m}, {what}, ledger_seq {row.get(SEQ)}"
 
 
-def _items(conn: duckdb.DuckDBPyConnection, month: date) -> list[tuple[str, dict, pl.Schema]]:
-    items = []
+Item = tuple[str, dict, str]  # table, row, canonical text
+
+
+def _items(conn: duckdb.DuckDBPyConnection, month: date) -> list[Item]:
+    items: list[Item] = []
     for table in (FOCUS_TABLE, JOBS_TABLE):
         frame = read_frame(conn, f"SELECT * FROM {table} WHERE billing_month = ?", [month])
-        items += [(table, row, frame.schema) for row in frame.iter_rows(named=True)]
+        items += list(zip([table] * frame.height, frame.iter_rows(named=True), canonical(frame, table), strict=True))
     if any(row[SEQ] is None for _, row, _ in items):
         table, row, _ = next(item for item in items if item[1][SEQ] is None)
         raise _Broken(f"{_where(table, month, row)}: the row has no place in the chain (added after the close?)")
     return sorted(items, key=lambda item: item[1][SEQ])
 
 
-def _walk(month: date, items: list[tuple[str, dict, pl.Schema]], previous: str, expected: int,
-          focus_rows: int) -> tuple[str, int]:
+def _walk(month: date, items: list[Item], previous: str, expected: int, focus_rows: int) -> tuple[str, int]:
     first = expected
-    for table, row, schema in items:
+    for table, row, text in items:
         seq = row[SEQ]
         if seq > expected:
             lost = FOCUS_TABLE if expected - first < focus_rows else JOBS_TABLE
@@ -66,7 +68,7 @@ def _walk(month: date, items: list[tuple[str, dict, pl.Schema]], previous: str, 
             raise _Broken(f"{_where(table, month, row)}: ledger_seq {seq} again or out of place (expected {expected}): "
                           "a row was added or moved")
         found = row[HASH_COLUMN[table]]
-        wanted = link(previous, table, canonical(row, schema, table))
+        wanted = link(previous, table, text)
         if found != wanted:
             raise _Broken(f"{_where(table, month, row)}: expected hash {wanted} (from its content now), found {found} "
                           "(recorded at the close): the row was changed after the close (or the row before it was)")
@@ -92,10 +94,10 @@ def verify_ledger(conn: duckdb.DuckDBPyConnection) -> Verified:
             listed = ", ".join(f"{m:%Y-%m}" for m in unsealed.get_column("billing_month"))
             raise _Broken(f"billing month(s) {listed} were closed before the ledger was hash-chained and are not "
                           "sealed yet: the next cardhours close seals them")
-        for record in months.iter_rows(named=True):
+        for record, text in zip(months.iter_rows(named=True), canonical(months, MONTHS_TABLE), strict=True):
             month = record["billing_month"]
             items = _items(conn, month)
-            previous, expected = _walk(month, [*items, (MONTHS_TABLE, record, months.schema)], previous, expected,
+            previous, expected = _walk(month, [*items, (MONTHS_TABLE, record, text)], previous, expected,
                                        record["focus_rows"])
             rows, head_month = rows + len(items), month
         _stray(conn)

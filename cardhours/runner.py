@@ -48,16 +48,19 @@ def _instance() -> DagsterInstance:
 
 
 def _failure_text(result: ExecuteInProcessResult) -> str:
-    """``step <key>: <the asset's own error>``, plus the descriptions of failed blocking checks."""
+    """``step <key>: <the asset's own error>`` (or ``resources: ...`` when the run could not
+    start, e.g. the warehouse is busy), plus the descriptions of failed blocking checks."""
     failed_checks = [f"check {e.check_name}: {e.description}" for e in result.get_asset_check_evaluations()
                      if not e.passed and e.description]
     for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
-            error = event.step_failure_data.error
-            while error.cause is not None:  # Dagster's wrappers around the asset's exception
-                error = error.cause
-            text = _FAILURE_PREFIX.sub("", error.message.strip())
-            return "; ".join([f"step {event.step_key}: {text}", *failed_checks])
+        error = getattr(event.event_specific_data, "error", None)
+        if error is None or not (event.is_step_failure or event.is_resource_init_failure):
+            continue
+        while error.cause is not None:  # Dagster's wrappers around the asset's exception
+            error = error.cause
+        text = _FAILURE_PREFIX.sub("", error.message.strip())
+        where = f"step {event.step_key}" if event.step_key else "resources"
+        return "; ".join([f"{where}: {text}", *failed_checks])
     return "unknown failure (see the Dagster logs)"
 
 
@@ -80,7 +83,7 @@ def run_month(
         for index, day in enumerate(days):
             if progress:
                 progress(f"ingest {day}", index, total)
-            problem = _execute(daily, day, instance)
+            problem = _attempt(daily, day, instance)
             if problem and not accept_gaps:
                 raise RunFailed(
                     f"day {day} failed: {problem}. The monthly build of {month} did not run: fix the cause and "
@@ -90,7 +93,7 @@ def run_month(
         if progress:
             progress(f"marts and reports {month}", len(days), total)
         gate = {"ops": {GATE_STEP: {"config": {"accept_gaps": accept_gaps}}}} if accept_gaps else {}
-        problem = _execute(monthly, month_key(month), instance, gate)
+        problem = _attempt(monthly, month_key(month), instance, gate)
         if problem:
             raise RunFailed(f"monthly build {month} failed: {problem}")
         if progress:
@@ -100,10 +103,17 @@ def run_month(
                         tuple(failed))
 
 
-def _execute(job, partition_key: str, instance: DagsterInstance, run_config: dict | None = None) -> str | None:
+def _attempt(job, partition_key: str, instance: DagsterInstance, run_config: dict | None = None) -> str | None:
     """Run one partition; None when it succeeded, else what failed."""
     result = job.execute_in_process(
         partition_key=partition_key, instance=instance, run_config={**QUIET_RUN_CONFIG, **(run_config or {})},
         raise_on_error=False,
     )
     return None if result.success else _failure_text(result)
+
+
+def _execute(job, partition_key: str, instance: DagsterInstance, run_config: dict | None = None) -> None:
+    """Run one partition; ``RunFailed`` naming the partition and the step when it fails."""
+    problem = _attempt(job, partition_key, instance, run_config)
+    if problem:
+        raise RunFailed(f"partition {partition_key} failed: {problem}")

@@ -4,7 +4,6 @@ Correction rows, booked in the next open billing month (docs/chargeback.md)."""
 
 from datetime import date
 
-import polars as pl
 from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from cardhours.chargeback_rows import ChargeRows, charge_lines, focus_rows, job_rows, reconciliation_rows

@@ -21,21 +21,20 @@ ROW = {"billing_month": date(2026, 8, 1), "SubAccountName": "Sprache & Audio", "
 
 
 def test_canonical_text_sorts_keys_fixes_scales_and_leaves_out_nulls_and_the_hash() -> None:
-    assert canonical(ROW, SCHEMA, "marts.chargeback_ledger") == (
+    assert canonical(pl.DataFrame([ROW], schema=SCHEMA), "marts.chargeback_ledger") == [(
         '{"BilledCost":"12.40","ChargePeriodStart":"2026-08-20T06:30:15.000000","PricingQuantity":"-3.000000",'
-        '"SubAccountName":"Sprache & Audio","billing_month":"2026-08-01","ledger_seq":"7","x_JobCount":"2"}')
+        '"SubAccountName":"Sprache & Audio","billing_month":"2026-08-01","ledger_seq":"7","x_JobCount":"2"}')]
 
 
 def test_each_hash_covers_the_previous_one_and_the_table() -> None:
-    text = canonical(ROW, SCHEMA, "marts.chargeback_ledger")
+    text = canonical(pl.DataFrame([ROW], schema=SCHEMA), "marts.chargeback_ledger")[0]
     first = link(GENESIS, "marts.chargeback_ledger", text)
     assert first == hashlib.sha256(f"{GENESIS}\nmarts.chargeback_ledger\n{text}".encode()).hexdigest()
     assert link(GENESIS, "marts.chargeback_ledger_jobs", text) != first
     frame = pl.DataFrame([ROW, {**ROW, "x_JobCount": 3}], schema=SCHEMA)
     chained, last = chain(frame, "marts.chargeback_ledger", GENESIS, 41)
     assert chained["ledger_seq"].to_list() == [41, 42]
-    second = link(chained["row_hash"][0], "marts.chargeback_ledger",
-                  canonical(chained.row(1, named=True), chained.schema, "marts.chargeback_ledger"))
+    second = link(chained["row_hash"][0], "marts.chargeback_ledger", canonical(chained, "marts.chargeback_ledger")[1])
     assert chained["row_hash"][1] == second == last
 
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import Result
 
 from cardhours.cli import app
-from cardhours.ledger_chain import GENESIS, JOBS_TABLE, canonical, link, table_schema
+from cardhours.ledger_chain import GENESIS, JOBS_TABLE, canonical, link
 from tests.support.chargeback_site import AUG, SEP, august, build, cli, close, database, make_site, put_usage, rows, run
 from warehouse import connect, read_frame
 
@@ -68,7 +68,7 @@ def test_a_rehashed_row_breaks_the_next_link(closed: tuple[Path, str]) -> None:
         conn.execute("UPDATE marts.chargeback_ledger_jobs SET cost = cost + 1 WHERE ledger_seq = 20")
         before = read_frame(conn, "SELECT row_hash FROM marts.chargeback_ledger_jobs WHERE ledger_seq = 19")["row_hash"][0]
         row = read_frame(conn, "SELECT * FROM marts.chargeback_ledger_jobs WHERE ledger_seq = 20")
-        forged = link(before, JOBS_TABLE, canonical(row.row(0, named=True), table_schema(conn, JOBS_TABLE), JOBS_TABLE))
+        forged = link(before, JOBS_TABLE, canonical(row, JOBS_TABLE)[0])
         conn.execute("UPDATE marts.chargeback_ledger_jobs SET row_hash = ? WHERE ledger_seq = 20", [forged])
     failed = " ".join(_verify(site).output.split())
     assert "marts.chargeback_ledger_jobs, billing month 2026-08, row (cluster 'c1', job_id_raw '101'" in failed

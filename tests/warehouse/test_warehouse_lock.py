@@ -100,3 +100,16 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path: Path) -> None:
     taken = subprocess.run([sys.executable, "-c", HOLDER, str(database), "later"], input="\n", capture_output=True,
                            text=True, env=_env(), cwd=ROOT, timeout=60)
     assert taken.returncode == 0 and taken.stdout.strip() == "held"
+
+
+def test_a_dagster_run_while_another_process_holds_the_warehouse_fails_naming_it(holder, tmp_path: Path) -> None:
+    from cardhours.runner import _failure_text
+    from pipelines.definitions import build_definitions
+
+    process, database = holder
+    job = build_definitions(str(make_site(tmp_path))).resolve_job_def("daily_ingest")
+    result = job.execute_in_process(partition_key="2026-08-01", raise_on_error=False)
+    assert not result.success
+    assert _failure_text(result).startswith(
+        f"resources: warehouse.lock.WarehouseBusy: warehouse {database} is busy: cardhours run --month 2026-08 since ")
+    assert f"PID {process.pid} on {socket.gethostname()}" in _failure_text(result)
