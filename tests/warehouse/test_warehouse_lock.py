@@ -70,6 +70,9 @@ def test_cardhours_close_in_another_process_gets_the_busy_message(holder, tmp_pa
     assert f"not closed: warehouse {database} is busy: cardhours run --month 2026-08 since " in close.stderr
     assert f", PID {process.pid} on {socket.gethostname()}; wait for it to finish and try again" in close.stderr
     assert "IOException" not in close.stderr and "Traceback" not in close.stderr
+    run = subprocess.run([sys.executable, "-m", "cardhours.cli", "run", "--config", str(config), "--month", "2026-08"],
+                         capture_output=True, text=True, env={**_env(), "COLUMNS": "400"}, cwd=ROOT, timeout=120)
+    assert run.returncode == 75 and f"not run: warehouse {database} is busy: cardhours run --month 2026-08" in run.stderr
     process.stdin.write("\n")
     process.stdin.flush()
     assert process.wait(timeout=30) == 0
