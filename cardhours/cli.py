@@ -1,44 +1,33 @@
-"""The ``cardhours`` command: simulate, run a month, the demo, and config checks."""
+"""The ``cardhours`` command: simulate, run a month, close it (cardhours/cli_ledger.py), the demo,
+and config checks."""
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cardhours.config import Config, ConfigError, load_config
+from cardhours.cli_ledger import close, ledger_app
+from cardhours.cli_support import BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
+from cardhours.config import Config
 
 app = typer.Typer(help="GPU utilization analytics and chargeback.", no_args_is_help=True, add_completion=False)
 config_app = typer.Typer(help="Configuration files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 bench_app = typer.Typer(help="Benchmarks against real services.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
-console = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
+app.add_typer(ledger_app, name="ledger")
+app.command()(close)
+_load_or_exit = load_or_exit
+_month = month_option
 
 DEMO_START = date(2026, 10, 1)
 DEMO_DAYS = 31
 DEMO_GPUS = 128
 DEMO_SEED = 7
-
-
-def _load_or_exit(path: Path) -> Config:
-    try:
-        return load_config(path)
-    except ConfigError as exc:
-        console.print(f"[red]invalid config[/red]\n{exc}", markup=True, highlight=False)
-        raise typer.Exit(2) from exc
-
-
-def _month(value: str) -> str:
-    if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", value):
-        raise typer.BadParameter(f"{value!r} is not a month like 2026-10")
-    return value
 
 
 def _progress() -> Progress:
@@ -88,14 +77,21 @@ def simulate(
 def run(
     config: Annotated[Path, typer.Option("--config", help="The TOML config file.")],
     month: Annotated[str, typer.Option(help="Month to build, YYYY-MM (UTC).", callback=_month)],
+    accept_gaps: Annotated[str | None, typer.Option(
+        "--accept-gaps", help="Build the month although a day failed or is missing (every day is tried); "
+        "the reason is stored with the build.", callback=reason_option)] = None,
 ) -> None:
-    """Materialize every asset of a month through Dagster and print where the outputs went."""
+    """Materialize every asset of a month through Dagster and print where the outputs went.
+
+    A failed day stops it before the monthly build (exit 1, the day named); exit 75 if the
+    warehouse is busy."""
     settings = _load_or_exit(config)
-    _run_month(config, settings, month)
+    _run_month(config, settings, month, accept_gaps)
 
 
-def _run_month(config_path: Path, settings: Config, month: str) -> None:
+def _run_month(config_path: Path, settings: Config, month: str, accept_gaps: str | None = None) -> None:
     from cardhours.runner import RunFailed, run_month
+    from warehouse import WarehouseBusy
 
     with _progress() as progress:
         task = progress.add_task(f"run {month}", total=None)
@@ -104,11 +100,16 @@ def _run_month(config_path: Path, settings: Config, month: str) -> None:
             progress.update(task, description=stage, completed=done, total=total)
 
         try:
-            outputs = run_month(config_path, settings, month, progress=report)
+            outputs = run_month(config_path, settings, month, progress=report, accept_gaps=accept_gaps)
         except RunFailed as exc:
             console.print(f"[red]run failed[/red]: {exc}", highlight=False)
             raise typer.Exit(1) from exc
+        except WarehouseBusy as exc:
+            console.print(f"[red]not run[/red]: {exc}", highlight=False)
+            raise typer.Exit(BUSY_EXIT) from exc
     out.print(f"month {outputs.month}: {outputs.days} daily partitions + monthly marts", highlight=False)
+    for failed in outputs.failed_days:
+        out.print(f"  built over a failed day ({accept_gaps}): {failed}", highlight=False)
     month_dir = outputs.review.parent
     pages = sorted((month_dir / "departments").glob("*.html"))
     lines = [("warehouse", str(outputs.warehouse)), ("review", str(outputs.review))]
@@ -139,48 +140,6 @@ def _quality_lines(warehouse_path: Path, month: str) -> list[str]:
     if runaways.height:
         lines.append(f"{runaways.height} runaway run(s) billed to an inferred end (review: Data quality)")
     return lines or ["nothing quarantined"]
-
-
-@app.command()
-def close(
-    config: Annotated[Path, typer.Option("--config", help="The TOML config file.")],
-    month: Annotated[str, typer.Option(help="Billing month to close, YYYY-MM (UTC).", callback=_month)],
-) -> None:
-    """Close a billing month: freeze its chargeback rows in the ledger (with the month's InvoiceId) and
-    write its files from there. Later changes to it become Correction rows in the next open month; there
-    is no reopen. Exit 1 if it cannot be closed."""
-    from cardhours.ledger import CloseError, close_month, closed_months
-    from reports.focus_export import export_billing_month
-    from warehouse import MigrationError, connect
-
-    settings = _load_or_exit(config)
-    if not settings.warehouse.path.is_file():
-        console.print(f"[red]not closed[/red]: no warehouse at {settings.warehouse.path}; run the month first", highlight=False)
-        raise typer.Exit(1)
-    try:
-        conn = connect(settings.warehouse.path)
-    except MigrationError as exc:
-        console.print(f"[red]not closed[/red]: warehouse {settings.warehouse.path}: {exc}", highlight=False)
-        raise typer.Exit(1) from exc
-    billing = date.fromisoformat(f"{month}-01")
-    try:
-        result = close_month(conn, billing, datetime.now(UTC).replace(tzinfo=None, microsecond=0))
-        files = export_billing_month(conn, settings.reports.dir, billing, closed_months(conn))
-    except CloseError as exc:
-        console.print(f"[red]not closed[/red]: {exc}", highlight=False)
-        raise typer.Exit(1) from exc
-    except OSError as exc:
-        console.print(f"[red]closed, but its files were not written[/red]: {exc}; write them with "
-                      f"`cardhours run --config {config} --month {month}`", highlight=False)
-        raise typer.Exit(1) from exc
-    finally:
-        conn.close()
-    state = f"was already closed at {result.closed_at:%Y-%m-%d %H:%M:%S}Z; ledger unchanged" if result.already else "closed"
-    out.print(f"month {month} {state}: {result.focus_rows} FOCUS rows, {result.job_lines} job lines, "
-              f"billed {result.billed_cost} {settings.rates.currency}", highlight=False)
-    out.print(f"  ledger:    marts.chargeback_ledger in {settings.warehouse.path}", highlight=False)
-    for path in files.values():
-        out.print(f"  export:    {path}", highlight=False)
 
 
 @app.command()

@@ -1,8 +1,15 @@
-"""Run a month through Dagster: every daily ingest partition, then the monthly marts and reports."""
+"""Run a month through Dagster: every daily ingest partition, then the monthly marts and reports.
+
+The whole month runs under the warehouse lock (warehouse/lock.py), taken here before the first
+day and held to the end; the jobs' steps run in this process and re-enter it. A failed day stops
+the month before the monthly build (which would refuse it anyway: pipelines/assets/gate.py),
+unless the caller accepts the gaps with a reason: then every day is tried, and the monthly job
+builds over the failed ones and records the reason with the build."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,8 +18,11 @@ from dagster import DagsterEventType, DagsterInstance, ExecuteInProcessResult
 
 from cardhours.config import Config
 from pipelines.definitions import build_definitions
+from pipelines.assets.gate import GATE_STEP
 from pipelines.partitions import days_of_month, month_key
+from warehouse.lock import hold_warehouse
 
+_FAILURE_PREFIX = re.compile(r"^dagster\.\S+: ")  # Dagster's exception class (a dagster.Failure's text is the message)
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
@@ -27,6 +37,7 @@ class MonthOutputs:
     reports_dir: Path
     review: Path
     days: int
+    failed_days: tuple[str, ...] = ()
 
 
 def _instance() -> DagsterInstance:
@@ -37,18 +48,23 @@ def _instance() -> DagsterInstance:
 
 
 def _failure_text(result: ExecuteInProcessResult) -> str:
-    """The failed checks, each with what it found, then the first failed step's error."""
-    texts = failed_check_texts(result.all_events)
+    """``step <key>: <the asset's own error>`` (or ``resources: ...`` when the run could not
+    start, e.g. the warehouse is busy), then each failed check with what it found."""
+    failed_checks = failed_check_texts(result.all_events)
     for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
-            error = event.step_failure_data.error
-            texts.append(f"step {event.step_key}: {error.message.strip()}")
-            break
-    return "\n".join(texts) or "unknown failure (see the Dagster logs)"
+        error = getattr(event.event_specific_data, "error", None)
+        if error is None or not (event.is_step_failure or event.is_resource_init_failure):
+            continue
+        while error.cause is not None:  # Dagster's wrappers around the asset's exception
+            error = error.cause
+        text = _FAILURE_PREFIX.sub("", error.message.strip())
+        where = f"step {event.step_key}" if event.step_key else "resources"
+        return "\n".join([f"{where}: {text}", *failed_checks])
+    return "\n".join(failed_checks) or "unknown failure (see the Dagster logs)"
 
 
 def failed_check_texts(events) -> list[str]:
-    """One line per failed asset check: its name, asset, partition and description."""
+    """One line per failed asset check: its name, asset and description (what it found)."""
     texts = []
     for event in events:
         if event.event_type != DagsterEventType.ASSET_CHECK_EVALUATION:
@@ -67,30 +83,51 @@ def run_month(
     config: Config,
     month: str,
     progress: Callable[[str, int, int], None] | None = None,
+    accept_gaps: str | None = None,
 ) -> MonthOutputs:
-    """Materialize all assets for ``month`` (``YYYY-MM``) and return where the outputs went."""
+    """Materialize all assets for ``month`` (``YYYY-MM``) and return where the outputs went.
+    Raises ``RunFailed`` (a day or the monthly build failed) or ``WarehouseBusy``."""
     definitions = build_definitions(str(config_path))
     daily = definitions.resolve_job_def("daily_ingest")
     monthly = definitions.resolve_job_def("monthly_review")
     days = days_of_month(month)
     total = len(days) + 1
-    with _instance() as instance:
+    failed: list[str] = []
+    with hold_warehouse(config.warehouse.path, f"cardhours run --month {month}"), _instance() as instance:
         for index, day in enumerate(days):
             if progress:
                 progress(f"ingest {day}", index, total)
-            _execute(daily, day, instance)
+            problem = _attempt(daily, day, instance)
+            if problem and not accept_gaps:
+                raise RunFailed(
+                    f"day {day} failed: {problem}. The monthly build of {month} did not run: fix the cause and "
+                    f"run the month again, or build over the failed day with --accept-gaps \"reason\"")
+            if problem:
+                failed.append(f"{day}: {problem}")
         if progress:
             progress(f"marts and reports {month}", len(days), total)
-        _execute(monthly, month_key(month), instance)
+        gate = {"ops": {GATE_STEP: {"config": {"accept_gaps": accept_gaps}}}} if accept_gaps else {}
+        problem = _attempt(monthly, month_key(month), instance, gate)
+        if problem:
+            raise RunFailed(f"monthly build {month} failed: {problem}")
         if progress:
             progress("done", total, total)
     reports_dir = config.reports.dir
-    return MonthOutputs(month, config.warehouse.path, reports_dir, reports_dir / month / "review.html", len(days))
+    return MonthOutputs(month, config.warehouse.path, reports_dir, reports_dir / month / "review.html", len(days),
+                        tuple(failed))
 
 
-def _execute(job, partition_key: str, instance: DagsterInstance) -> None:
+def _attempt(job, partition_key: str, instance: DagsterInstance, run_config: dict | None = None) -> str | None:
+    """Run one partition; None when it succeeded, else what failed."""
     result = job.execute_in_process(
-        partition_key=partition_key, instance=instance, run_config=QUIET_RUN_CONFIG, raise_on_error=False
+        partition_key=partition_key, instance=instance, run_config={**QUIET_RUN_CONFIG, **(run_config or {})},
+        raise_on_error=False,
     )
-    if not result.success:
-        raise RunFailed(f"partition {partition_key} failed: {_failure_text(result)}")
+    return None if result.success else _failure_text(result)
+
+
+def _execute(job, partition_key: str, instance: DagsterInstance, run_config: dict | None = None) -> None:
+    """Run one partition; ``RunFailed`` naming the partition and the step when it fails."""
+    problem = _attempt(job, partition_key, instance, run_config)
+    if problem:
+        raise RunFailed(f"partition {partition_key} failed: {problem}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dagster import Definitions, EnvVar
 
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
+from pipelines.assets.gate import month_landed
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
 from pipelines.assets.kube import raw_kube_series, stg_kube__jobs_asset, stg_kube__pods_asset
 from pipelines.assets.intermediate import int_gpu_minutes_attributed_asset
@@ -33,6 +34,7 @@ from pipelines.resources import CardhoursResource
 from pipelines.schedules import monthly_review_schedule
 
 ASSETS = [
+    month_landed,
     raw_dcgm_samples,
     raw_slurm_sacct,
     stg_dcgm__gpu_hourly_asset,

@@ -1,4 +1,10 @@
-"""Dagster resources: the validated config, the warehouse, and the per-cluster sources built from it."""
+"""Dagster resources: the validated config, the warehouse, and the per-cluster sources built from it.
+
+The warehouse lock (warehouse/lock.py): a run takes it when Dagster sets the resource up, at the
+start of the run, and lets it go at the end (the jobs run every step in that one process), so
+the run holds it for its whole duration. ``warehouse()`` takes it too, re-entrantly: an asset
+materialized any other way still never opens the warehouse unlocked. Inside ``cardhours run``
+the runner already holds it; the run's own acquisitions then only count up and down."""
 
 from __future__ import annotations
 
@@ -9,18 +15,30 @@ from functools import cached_property
 
 import duckdb
 import polars as pl
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import PrivateAttr
 
 from cardhours.config import Config, load_config
 from cardhours.sources.metrics import FileMetricsSource, MetricsSource, MetricsSourceError
 from cardhours.sources.sacct import overlapping_rows, parse_sacct_output, read_sacct_file, run_sacct, window_source
 from warehouse import connect
+from warehouse.lock import acquire_warehouse, hold_warehouse, release_warehouse
 
 
 class CardhoursResource(ConfigurableResource):
     """Everything an asset needs, derived from one config file (path given at definition time)."""
 
     config_path: str
+    _locked: bool = PrivateAttr(default=False)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        acquire_warehouse(self.config.warehouse.path, _run_description(context))
+        self._locked = True
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._locked:
+            self._locked = False
+            release_warehouse(self.config.warehouse.path)
 
     @cached_property
     def config(self) -> Config:
@@ -29,11 +47,13 @@ class CardhoursResource(ConfigurableResource):
     @contextmanager
     def warehouse(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection to the warehouse with all migrations applied; closed afterwards."""
-        conn = connect(self.config.warehouse.path)
-        try:
-            yield conn
-        finally:
-            conn.close()
+        path = self.config.warehouse.path
+        with hold_warehouse(path, "a Dagster asset"):
+            conn = connect(path)
+            try:
+                yield conn
+            finally:
+                conn.close()
 
     def metrics_source(self, cluster: str) -> MetricsSource:
         settings = self.config.cluster(cluster)
@@ -58,3 +78,12 @@ class CardhoursResource(ConfigurableResource):
         source = window_source(start, end, name, json_output=as_json)
         raw, rejects = parse_sacct_output(output, source=source, cluster=cluster, day=day, has_header=False)
         return overlapping_rows(raw, start, end), rejects
+
+
+def _run_description(context: InitResourceContext) -> str:
+    """``dagster run 1a2b3c4d (monthly_review, partition 2026-10-01)``: who holds the lock."""
+    run = context.run
+    if run is None:
+        return "a Dagster run"
+    partition = run.tags.get("dagster/partition")
+    return f"dagster run {run.run_id[:8]} ({run.job_name}{f', partition {partition}' if partition else ''})"

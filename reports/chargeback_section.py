@@ -43,12 +43,31 @@ def _departments(focus: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def chargeback_section(reconciliation: pl.DataFrame, focus: pl.DataFrame, month: str, currency: str) -> Section:
+def closed_lines(closed: pl.DataFrame, month: str) -> list[str]:
+    """One sentence for the month if it is closed, and one per closed month with accepted gaps.
+    ``closed``: marts.chargeback_closed_months rows up to the month."""
+    lines = []
+    for r in closed.sort("billing_month").iter_rows(named=True):
+        name = f"{r['billing_month']:%Y-%m}"
+        head = f", head hash {r['head_hash']}" if r.get("head_hash") else ""
+        if name == month:
+            lines.append(f"{month} is closed (since {r['closed_at']:%Y-%m-%d %H:%M}Z{head}): its ledger rows are "
+                         "frozen; later changes are Correction rows in the next open month.")
+        if r.get("accepted_gaps"):
+            gaps = "; ".join((r.get("gaps") or "").splitlines())
+            lines.append(f"{name} was closed with accepted gaps: {r['accepted_gaps']} (gaps: {gaps or 'not recorded'}).")
+    return lines
+
+
+def chargeback_section(reconciliation: pl.DataFrame, focus: pl.DataFrame, month: str, currency: str,
+                       closed: pl.DataFrame | None = None) -> Section:
     """``reconciliation``: marts.mart_chargeback_reconciliation rows of the month;
-    ``focus``: marts.fct_chargeback_focus rows of the billing month (regular + corrections)."""
+    ``focus``: marts.fct_chargeback_focus rows of the billing month (regular + corrections);
+    ``closed``: marts.chargeback_closed_months rows up to the month (closed months, accepted gaps)."""
+    notes = [paragraph(line, class_="note") for line in closed_lines(closed, month)] if closed is not None else []
     if reconciliation.is_empty():
         body = paragraph(f"No chargeback for {month}: the chargeback assets have not run.", class_="empty")
-        return Section("chargeback", "Chargeback reconciliation", body)
+        return Section("chargeback", "Chargeback reconciliation", join([*notes, body]))
     failed = [label for flag, label in CHECK_LABELS.items() if not reconciliation.get_column(flag).all()]
     verdict = (f"Reconciliation FAILED ({', '.join(failed)}): the export is blocked until fixed." if failed
                else f"All reconciliation checks pass for {month}; amounts in {currency}.")
@@ -72,5 +91,5 @@ def chargeback_section(reconciliation: pl.DataFrame, focus: pl.DataFrame, month:
         Column("correction_cost", f"Corrections ({currency})", _money, numeric=True),
         Column("total_cost", f"Total ({currency})", _money, numeric=True),
     ], empty="No FOCUS rows for this billing month.")
-    body: Html = join([paragraph(verdict, class_="notice" if failed else "note"), clusters, departments])
+    body: Html = join([paragraph(verdict, class_="notice" if failed else "note"), *notes, clusters, departments])
     return Section("chargeback", "Chargeback reconciliation", body)

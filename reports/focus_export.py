@@ -21,8 +21,9 @@ import polars as pl
 
 from reports.csv_guard import guard_text_columns
 from reports.write import write_atomic_with
-from transforms.fct_chargeback_focus import FOCUS_COLUMNS, ROW_KEY, X_COLUMNS
-from transforms.fct_chargeback_jobs import LINE_KEY
+from transforms.fct_chargeback_focus import FOCUS_COLUMNS, X_COLUMNS
+from transforms.fct_chargeback_focus import ORDER as FOCUS_ORDER
+from transforms.fct_chargeback_jobs import ORDER as JOBS_ORDER
 from transforms.fct_chargeback_jobs import SCHEMA as JOBS_SCHEMA
 from warehouse import read_frame
 
@@ -33,7 +34,7 @@ EXPORT_COLUMNS = [*FOCUS_COLUMNS, *X_COLUMNS]
 
 def focus_frame(focus: pl.DataFrame) -> pl.DataFrame:
     """fct_chargeback_focus rows -> the export columns in order (typed; timestamps UTC)."""
-    ordered = focus.sort(["charge_month", "ChargeClass", *ROW_KEY], nulls_last=True)
+    ordered = focus.sort(FOCUS_ORDER, nulls_last=True)
     return ordered.select(
         pl.col(c).dt.replace_time_zone("UTC") if isinstance(t, pl.Datetime) else pl.col(c)
         for c, t in {**FOCUS_COLUMNS, **X_COLUMNS}.items()
@@ -51,7 +52,7 @@ def write_chargeback_files(focus: pl.DataFrame, jobs: pl.DataFrame, reports_dir:
         raise ValueError(f"month must be YYYY-MM, got {month!r}")
     folder = Path(reports_dir) / month
     export = focus_frame(focus)
-    detail = jobs.select(list(JOBS_SCHEMA)).sort(["charge_month", "charge_class", *LINE_KEY], nulls_last=True)
+    detail = jobs.select(list(JOBS_SCHEMA)).sort(JOBS_ORDER, nulls_last=True)
     return {
         "focus_csv": write_atomic_with(folder / "chargeback_focus.csv", lambda p: _csv_text(export).write_csv(p)),
         "focus_parquet": write_atomic_with(folder / "chargeback_focus.parquet", lambda p: export.write_parquet(p)),

@@ -52,6 +52,7 @@ UNIT = "GPU-Hours"
 SERVICE_CATEGORY, SERVICE_SUBCATEGORY = "Compute", "Other (Compute)"
 ROW_KEY = ["cluster", "x_ChargeKind", "SubAccountId", "SkuId", "SkuPriceId", "ResourceId", "ChargePeriodStart",
            "ChargePeriodEnd", "Tags"]
+ORDER = ["charge_month", "ChargeClass", *ROW_KEY]  # the export's and the ledger's row order (nulls last)
 MEASURES = {"PricingQuantity": 6, "ConsumedQuantity": 6, "BilledCost": 2, "ListCost": 2, "ContractedCost": 2,
             "EffectiveCost": 2, "x_ActiveGpuHours": 6, "x_IdleGpuHours": 6, "x_JobCount": 0}
 

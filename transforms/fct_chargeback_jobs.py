@@ -48,6 +48,7 @@ SCHEMA: dict[str, pl.DataType] = {
 }
 LINE_KEY = ["cluster", "job_id_raw", "start_time", "charge_period_start", "charge_period_end", "department",
             "division", "account", "partition_name", "qos", "gpu_model", "sku_price_id"]
+ORDER = ["charge_month", "charge_class", *LINE_KEY]  # the export's and the ledger's line order (nulls last)
 MEASURES = {"charge_seconds": 0, "gpu_hours": 6, "active_gpu_hours": 6, "cost": 2}
 
 

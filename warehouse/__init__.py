@@ -1,6 +1,8 @@
-"""DuckDB warehouse: ``connect(path)``, numbered migrations, idempotent partition writes."""
+"""DuckDB warehouse: ``connect(path)``, numbered migrations, idempotent partition writes, and the
+one exclusive lock every run and close holds (``hold_warehouse``)."""
 
-from warehouse.connection import connect, read_frame
+from warehouse.connection import connect, first_row, read_frame
+from warehouse.lock import WarehouseBusy, hold_warehouse
 from warehouse.migrate import (
     Migration,
     MigrationChecksumError,
@@ -25,9 +27,12 @@ __all__ = [
     "PartitionMismatchError",
     "UnknownColumnError",
     "UnknownTableError",
+    "WarehouseBusy",
     "applied_migrations",
     "connect",
     "discover_migrations",
+    "first_row",
+    "hold_warehouse",
     "migrate",
     "partition_key",
     "read_frame",

@@ -52,6 +52,13 @@ def connect(
     return conn
 
 
+def first_row(conn: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> tuple | None:
+    """The query's first row (None without rows), its result read to the end: DuckDB refuses
+    other work on a connection while a result is only partly fetched."""
+    rows = conn.execute(sql, params or []).fetchall()
+    return rows[0] if rows else None
+
+
 def read_frame(
     conn: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None
 ) -> pl.DataFrame:

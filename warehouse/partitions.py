@@ -20,6 +20,7 @@ import pyarrow as pa
 from warehouse.migrate import rollback_quietly
 
 Frame = pl.DataFrame | pa.Table
+Statement = tuple[str, Sequence[object]]  # (sql with ? placeholders, params)
 
 # Bookkeeping tables are written by this package only.
 _PROTECTED = {("main", "schema_migrations"), ("main", "partition_writes")}
@@ -120,8 +121,9 @@ def _write(
     data: pa.Table,
     keys: list[str],
     partitions: list[dict[str, object]],
+    also: Sequence[Statement] = (),
 ) -> int:
-    """DELETE each partition, INSERT the frame once, check and record; all in one transaction."""
+    """DELETE each partition, INSERT the frame once, check and record, run ``also``; one transaction."""
     where = " AND ".join(f"{quote_ident(k)} = ?" for k in keys)
     columns = ", ".join(quote_ident(c) for c in data.column_names)
     view = f"_cardhours_frame_{uuid.uuid4().hex}"
@@ -130,6 +132,8 @@ def _write(
         conn.execute("BEGIN TRANSACTION")
         try:
             inserted = _delete_insert(conn, target, view, where, columns, keys, partitions)
+            for sql, params in also:
+                conn.execute(sql, list(params))
             conn.execute("COMMIT")
         except BaseException:
             rollback_quietly(conn)
@@ -182,18 +186,21 @@ def _delete_insert(
 
 
 def replace_partition(
-    conn: duckdb.DuckDBPyConnection, table: str, frame: Frame, partition: Mapping[str, object]
+    conn: duckdb.DuckDBPyConnection, table: str, frame: Frame, partition: Mapping[str, object],
+    also: Sequence[Statement] = (),
 ) -> int:
     """Replace the rows of ``table`` ("schema.name") matching ``partition`` with ``frame``.
 
     Frame columns are inserted by name; table columns missing from the frame become NULL.
-    Every frame row must belong to the partition. One transaction; returns rows inserted.
+    Every frame row must belong to the partition. ``also``: further statements (e.g. recording
+    the landing, ``warehouse.landings``) run in the same transaction after the insert. One
+    transaction; returns rows inserted.
     """
     keys = list(partition)
     target, data = _prepare(conn, table, frame, keys)
     if any(value is None for value in partition.values()):
         raise ValueError(f"partition values must be non-null: {dict(partition)}")
-    return _write(conn, target, data, keys, [dict(partition)])
+    return _write(conn, target, data, keys, [dict(partition)], also)
 
 
 def replace_partitions_by(

@@ -7,6 +7,7 @@ from cardhours.config.inventory import MIG_SLICES_PER_GPU, MigProfileSpec, parse
 from cardhours.config.load import EXAMPLE_CONFIG, load_config, parse_config
 from cardhours.config.models import (
     AccountMapping,
+    CloseConfig,
     ClusterConfig,
     Config,
     Department,
@@ -35,6 +36,7 @@ __all__ = [
     "NAMESPACES_SCHEMA",
     "UNMAPPED",
     "AccountMapping",
+    "CloseConfig",
     "ClusterConfig",
     "Config",
     "ConfigError",

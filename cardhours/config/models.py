@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from cardhours.config.base import ConfigPath, StrictModel, raise_problems
 from cardhours.config.checks import cross_check
+from cardhours.config.close import CloseConfig
 from cardhours.config.cluster import ClusterConfig, MetricsConfig, PrometheusConfig, SlurmConfig
 from cardhours.config.inventory import InventoryConfig, NodeGroup
 from cardhours.config.org import AccountMapping, Department, Division, NamespaceMapping, OrgConfig
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AccountMapping",
+    "CloseConfig",
     "ClusterConfig",
     "Config",
     "Department",
@@ -59,6 +61,7 @@ class Config(StrictModel):
     flags: FlagsConfig = Field(default_factory=FlagsConfig)
     quotas: QuotasConfig = Field(default_factory=QuotasConfig)
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
+    close: CloseConfig = Field(default_factory=CloseConfig)
 
     @model_validator(mode="after")
     def _cross_check(self) -> Config:

@@ -2,54 +2,33 @@
 files. An open month writes its regular rows; a closed month (cardhours close) writes only
 Correction rows, booked in the next open billing month (docs/chargeback.md)."""
 
-from datetime import date, datetime
+from datetime import date
 
-import polars as pl
 from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from cardhours.config.rates import multiplier_frame, price_frame
-from cardhours.ledger import booked, closed_months, next_open_month
+from cardhours.chargeback_rows import ChargeRows, charge_lines, focus_rows, job_rows, reconciliation_rows
+from cardhours.ledger import closed_months, next_open_month
 from pipelines.checks.chargeback import CHECKS, reconciliation_checks
+from pipelines.landing import utc_now
 from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
 from reports.focus_export import export_billing_month
-from transforms.fct_chargeback_focus import fct_chargeback_focus, focus_corrections
-from transforms.fct_chargeback_jobs import fct_chargeback_jobs, job_corrections
-from transforms.int_charge_idle import capacity_by_model, int_charge_idle
-from transforms.int_charge_lines import int_charge_lines
-from transforms.mart_chargeback_reconciliation import mart_chargeback_reconciliation
+from reports.manifest import MANIFEST
 from warehouse import read_frame, replace_partition
+from warehouse.landings import finish_build
 
 GROUP = "chargeback"
 JOBS_KEY = ["marts", "fct_chargeback_jobs"]
 FOCUS_KEY = ["marts", "fct_chargeback_focus"]
 RECONCILIATION_KEY = ["marts", "mart_chargeback_reconciliation"]
 EXPORT_KEY = ["reports", "chargeback_export"]
-USAGE_SQL = "SELECT * FROM marts.fct_job_usage WHERE month = ?"
 
 
-def _lines(conn, cardhours: CardhoursResource, start: datetime, end: datetime) -> pl.DataFrame:
-    rates = cardhours.config.rates
-    usage = read_frame(conn, USAGE_SQL, [start.date()])
-    return int_charge_lines(
-        usage, price_frame(rates, start, end), multiplier_frame(rates.partition_multipliers, "partition_name"),
-        multiplier_frame(rates.qos_multipliers, "qos"), start, end,
-    )
-
-
-def _capacity(cardhours: CardhoursResource, start: datetime, end: datetime) -> pl.DataFrame:
-    return capacity_by_model(cardhours.config.inventory_frame(), start, end)
-
-
-def _target(conn, month: date) -> tuple[date, bool]:
-    """(billing month that books this month's rows now, whether the month is closed)."""
-    closed = closed_months(conn)
-    return (next_open_month(closed, month), True) if month in closed else (month, False)
-
-
-def _meta(rows: int, month: date, billing: date, closed: bool, frame: pl.DataFrame, cost: str) -> dict:
+def _meta(written: int, charge: ChargeRows, cost: str) -> dict:
+    frame = charge.rows
     return {
-        "rows": rows, "month": str(month), "billing_month": str(billing), "month_closed": closed,
+        "rows": written, "month": str(charge.charge_month), "billing_month": str(charge.billing_month),
+        "month_closed": charge.closed,
         "cost": MetadataValue.text(str(frame.get_column(cost).sum() if frame.height else 0)),
     }
 
@@ -59,15 +38,11 @@ def _meta(rows: int, month: date, billing: date, closed: bool, frame: pl.DataFra
        description="Per job run and price segment: GPU-hours, unit price, cost (the per-job detail); "
        "corrections of closed months.")
 def fct_chargeback_jobs_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    month, currency = start.date(), cardhours.config.rates.currency
+    month = naive_window(context.partition_time_window)[0].date()
     with cardhours.warehouse() as conn:
-        billing, closed = _target(conn, month)
-        current = fct_chargeback_jobs(_lines(conn, cardhours, start, end), month, currency)
-        rows = job_corrections(current, booked(conn, "chargeback_ledger_jobs", month), billing) if closed else current
-        written = replace_partition(conn, "marts.fct_chargeback_jobs", rows,
-                                    {"billing_month": billing, "charge_month": month})
-    return MaterializeResult(metadata=_meta(written, month, billing, closed, rows, "cost"))
+        charge = job_rows(conn, cardhours.config, month, charge_lines(conn, cardhours.config, month))
+        written = replace_partition(conn, "marts.fct_chargeback_jobs", charge.rows, charge.partition)
+    return MaterializeResult(metadata=_meta(written, charge, "cost"))
 
 
 @asset(key=FOCUS_KEY, partitions_def=monthly_partitions, group_name=GROUP, kinds={"duckdb", "polars"},
@@ -75,21 +50,12 @@ def fct_chargeback_jobs_asset(context: AssetExecutionContext, cardhours: Cardhou
        description="FinOps FOCUS 1.2 rows: per cluster x department x GPU model x partition x QOS x charge "
        "period, idle capacity per rates.idle_capacity, corrections of closed months.")
 def fct_chargeback_focus_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    month, config = start.date(), cardhours.config
-    identity = {"currency": config.rates.currency, **config.rates.focus.model_dump()}
-    names = {key: department.name for key, department in config.org.departments.items()}
+    month = naive_window(context.partition_time_window)[0].date()
     with cardhours.warehouse() as conn:
-        billing, closed = _target(conn, month)
-        lines = _lines(conn, cardhours, start, end)
-        idle = int_charge_idle(lines, _capacity(cardhours, start, end), price_frame(config.rates, start, end),
-                               config.rates.idle_capacity, start, end)
-        current = fct_chargeback_focus(lines, idle, month, identity, names)
-        rows = focus_corrections(current, booked(conn, "chargeback_ledger", month), billing) if closed else current
-        written = replace_partition(conn, "marts.fct_chargeback_focus", rows,
-                                    {"billing_month": billing, "charge_month": month})
-    metadata = _meta(written, month, billing, closed, rows, "BilledCost")
-    metadata["idle_policy"] = config.rates.idle_capacity
+        charge = focus_rows(conn, cardhours.config, month, charge_lines(conn, cardhours.config, month))
+        written = replace_partition(conn, "marts.fct_chargeback_focus", charge.rows, charge.partition)
+    metadata = _meta(written, charge, "BilledCost")
+    metadata["idle_policy"] = cardhours.config.rates.idle_capacity
     return MaterializeResult(metadata=metadata)
 
 
@@ -99,19 +65,20 @@ def fct_chargeback_focus_asset(context: AssetExecutionContext, cardhours: Cardho
        description="Per cluster and charge month: capacity = charged + idle, costs to the cent, departments = "
        "job detail, every job in exactly one row (over regular rows and corrections).")
 def mart_chargeback_reconciliation_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    month = start.date()
+    month = naive_window(context.partition_time_window)[0].date()
     with cardhours.warehouse() as conn:
         focus = read_frame(conn, "SELECT * FROM marts.fct_chargeback_focus WHERE charge_month = ?", [month])
         jobs = read_frame(conn, "SELECT * FROM marts.fct_chargeback_jobs WHERE charge_month = ?", [month])
-        usage = read_frame(conn, USAGE_SQL, [month])
-        rows = mart_chargeback_reconciliation(focus, jobs, usage, _capacity(cardhours, start, end), month)
+        rows = reconciliation_rows(conn, cardhours.config, month, focus, jobs)
         written = replace_partition(conn, "marts.mart_chargeback_reconciliation", rows, {"month": month})
     return MaterializeResult(metadata={"rows": written, "month": str(month)},
                              check_results=reconciliation_checks(rows, month, RECONCILIATION_KEY))
 
 
 def _export(conn, cardhours: CardhoursResource, billing: date, closed: set[date]) -> dict[str, str]:
+    folder = cardhours.config.reports.dir / f"{billing:%Y-%m}"
+    if billing in closed and (folder / MANIFEST).is_file():  # written by cardhours close: frozen
+        return {f"{billing:%Y-%m} {MANIFEST}": str(folder / MANIFEST)}
     paths = export_billing_month(conn, cardhours.config.reports.dir, billing, closed)
     return {f"{billing:%Y-%m} {name}": str(path) for name, path in paths.items()}
 
@@ -119,16 +86,17 @@ def _export(conn, cardhours: CardhoursResource, billing: date, closed: set[date]
 @asset(key=EXPORT_KEY, partitions_def=monthly_partitions, group_name=GROUP, kinds={"csv", "parquet"},
        deps=[AssetDep(RECONCILIATION_KEY)],
        description="<reports dir>/YYYY-MM/chargeback_focus.csv + .parquet (FOCUS 1.2) and chargeback_jobs.csv; "
-       "a closed month's files come from the ledger (with its InvoiceId), and the billing month booking its "
-       "corrections is rewritten.")
+       "a closed month's files come from the ledger (with its InvoiceId) and are frozen (MANIFEST.sha256), and "
+       "the billing month booking its corrections is rewritten. Marks the month's build finished "
+       "(meta.monthly_builds).")
 def chargeback_export(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, _ = naive_window(context.partition_time_window)
-    month = start.date()
+    month = naive_window(context.partition_time_window)[0].date()
     with cardhours.warehouse() as conn:
         closed = set(closed_months(conn))
         paths = _export(conn, cardhours, month, closed)
         if month in closed:
             paths |= _export(conn, cardhours, next_open_month(closed, month), closed)
+        finish_build(conn, month, utc_now())
     return MaterializeResult(metadata={"month": str(month), "files": MetadataValue.json(paths)})
 
 

@@ -9,19 +9,23 @@ instances moved to one device row; every rejected value lands in ``raw.quarantin
 from datetime import date
 
 import polars as pl
-from dagster import AssetCheckSpec, AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from cardhours.landings import SACCT as SACCT_SOURCE
 from cardhours.schemas import QUARANTINE_SCHEMA, SAMPLE_VALUE_COLUMNS
 from pipelines.checks.quarantine import CHECK_NAME as QUARANTINE_CHECK
 from pipelines.checks.quarantine import ClusterQuarantine, quarantine_share_check, values_by_reason
 from pipelines.checks.raw import check_raw_table
 from pipelines.checks.suites import node_gpu_capacity
+from pipelines.landing import DETAIL_CHARS, failure_recorded, landed
 from pipelines.partitions import daily_partitions, naive_window
 from pipelines.resources import CardhoursResource
 from transforms.dcgm_quality import SOURCE as DCGM_SOURCE
 from transforms.dcgm_quality import ScreenResult, quarantine_share, screen_samples
 from transforms.slurm_rows import rejects_by_code, row_rejects
 from warehouse import replace_partition
+from warehouse.landings import OK, REJECTED, mark_rejected
+from warehouse.partitions import Statement
 
 SAMPLES_KEY = ["raw", "dcgm_samples"]
 SACCT_KEY = ["raw", "slurm_sacct"]
@@ -34,6 +38,29 @@ def fields_present(samples: pl.DataFrame) -> list[str]:
         return []
     counts = samples.select(pl.col(SAMPLE_VALUE_COLUMNS).count()).row(0, named=True)
     return [field for field in SAMPLE_VALUE_COLUMNS if counts[field] > 0]
+
+
+def _dcgm_landing(outcome: ClusterQuarantine, day: date, rows: int) -> Statement:
+    """The day's landing: 'rejected' when its quarantine share is over the cluster's limit."""
+    counts = outcome.counts
+    status, detail = (REJECTED, _describe_share(outcome)) if outcome.exceeded else (OK, None)
+    return landed(outcome.cluster, day, DCGM_SOURCE, rows, counts["quarantined_values"], counts["input_values"],
+                  status, detail)
+
+
+def _describe_share(outcome: ClusterQuarantine) -> str:
+    return (f"{outcome.share:.4%} of sample values quarantined, over metrics.max_quarantine_share "
+            f"{outcome.max_share:.4%}")
+
+
+def _reject_if_failed(cardhours: CardhoursResource, check: AssetCheckResult, day: date, source: str,
+                      clusters: list[str]) -> None:
+    """A blocking raw-table check that failed makes the day's landings 'rejected'."""
+    if check.passed or not clusters:
+        return
+    detail = f"check {check.check_name} failed: {check.description or 'see the Dagster run'}"[:DETAIL_CHARS]
+    with cardhours.warehouse() as conn:
+        mark_rejected(conn, day, source, clusters, detail)
 
 
 def screening_metadata(result: ScreenResult) -> dict:
@@ -62,30 +89,33 @@ def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResourc
     outcomes: list[ClusterQuarantine] = []
     with cardhours.warehouse() as conn:
         for cluster in cardhours.config.clusters:
-            source = cardhours.metrics_source(cluster.name)
-            frame = source.read_samples(cluster.name, start, end)
-            if (report := getattr(source, "last_report", None)) is not None:  # an HTTP read: what it did
-                reads[cluster.name] = report.summary()
-            result = screen_samples(frame, partition_key=day.isoformat())
-            del frame
-            rows[cluster.name] = replace_partition(
-                conn, "raw.dcgm_samples", result.clean, {"cluster": cluster.name, "day": day}
-            )
-            replace_partition(
-                conn,
-                "raw.quarantine",
-                result.quarantine.select(list(QUARANTINE_SCHEMA)),
-                {"cluster": cluster.name, "source": DCGM_SOURCE, "partition_key": day.isoformat()},
-            )
+            with failure_recorded(conn, cluster.name, day, DCGM_SOURCE):
+                source = cardhours.metrics_source(cluster.name)
+                frame = source.read_samples(cluster.name, start, end)
+                if (report := getattr(source, "last_report", None)) is not None:  # an HTTP read: what it did
+                    reads[cluster.name] = report.summary()
+                result = screen_samples(frame, partition_key=day.isoformat())
+                del frame
+                outcome = ClusterQuarantine(cluster.name, day.isoformat(), result.counts,
+                                            cluster.metrics.max_quarantine_share, values_by_reason(result.quarantine))
+                replace_partition(
+                    conn,
+                    "raw.quarantine",
+                    result.quarantine.select(list(QUARANTINE_SCHEMA)),
+                    {"cluster": cluster.name, "source": DCGM_SOURCE, "partition_key": day.isoformat()},
+                )
+                rows[cluster.name] = replace_partition(
+                    conn, "raw.dcgm_samples", result.clean, {"cluster": cluster.name, "day": day},
+                    also=[_dcgm_landing(outcome, day, result.clean.height)],
+                )
             screening[cluster.name] = screening_metadata(result)
-            outcomes.append(
-                ClusterQuarantine(cluster.name, day.isoformat(), result.counts,
-                                  cluster.metrics.max_quarantine_share, values_by_reason(result.quarantine))
-            )
+            outcomes.append(outcome)
             quarantined = result.counts["quarantined_values"]
             context.log.info(f"{cluster.name}: {rows[cluster.name]} samples for {day}, {quarantined} values quarantined")
     gx = check_raw_table(cardhours, "raw.dcgm_samples", SAMPLES_KEY, "gx_raw_dcgm_samples", day)
+    _reject_if_failed(cardhours, gx, day, DCGM_SOURCE, list(rows))
     share = quarantine_share_check(outcomes, SAMPLES_KEY)
+    _reject_if_failed(cardhours, share, day, DCGM_SOURCE, [o.cluster for o in outcomes if o.exceeded])
     return MaterializeResult(
         metadata={
             "rows": sum(rows.values()),
@@ -124,21 +154,27 @@ def raw_slurm_sacct(context: AssetExecutionContext, cardhours: CardhoursResource
         for cluster in cardhours.config.clusters:
             if cluster.slurm is None:
                 continue
-            raw, rejects = cardhours.sacct_rows(cluster.name, day, start, end)
-            outcomes.append(sacct_day_outcome(cluster.name, day, raw, rejects, cluster.slurm.max_quarantine_share,
-                                              row_rejects(raw, weights, capacity)))
-            rows[cluster.name] = replace_partition(conn, "raw.slurm_sacct", raw, {"cluster": cluster.name, "day": day})
-            quarantined[cluster.name] = replace_partition(
-                conn,
-                "raw.quarantine",
-                rejects.select(list(QUARANTINE_SCHEMA)),
-                {"cluster": cluster.name, "source": "sacct", "partition_key": day.isoformat()},
-            )
-            if outcomes[-1].counts["quarantined_values"]:
-                context.log.warning(f"{cluster.name}: {outcomes[-1].counts['quarantined_values']} sacct rows "
-                                    f"quarantined (by reason: {dict(outcomes[-1].reasons)})")
+            with failure_recorded(conn, cluster.name, day, SACCT_SOURCE):
+                raw, rejects = cardhours.sacct_rows(cluster.name, day, start, end)
+                outcome = sacct_day_outcome(cluster.name, day, raw, rejects, cluster.slurm.max_quarantine_share,
+                                            row_rejects(raw, weights, capacity))
+                outcomes.append(outcome)
+                quarantined[cluster.name] = replace_partition(
+                    conn,
+                    "raw.quarantine",
+                    rejects.select(list(QUARANTINE_SCHEMA)),
+                    {"cluster": cluster.name, "source": SACCT_SOURCE, "partition_key": day.isoformat()},
+                )
+                bad = outcome.counts["quarantined_values"]
+                landing = landed(cluster.name, day, SACCT_SOURCE, raw.height, bad, raw.height + rejects.height)
+                rows[cluster.name] = replace_partition(conn, "raw.slurm_sacct", raw, {"cluster": cluster.name, "day": day},
+                                                       also=[landing])
+            if bad:
+                context.log.warning(f"{cluster.name}: {bad} sacct rows quarantined (by reason: {dict(outcome.reasons)})")
     check = check_raw_table(cardhours, "raw.slurm_sacct", SACCT_KEY, "gx_raw_slurm_sacct", day)
     share = quarantine_share_check(outcomes, SACCT_KEY, SACCT_SHARE_CHECK)
+    _reject_if_failed(cardhours, check, day, SACCT_SOURCE, list(rows))
+    _reject_if_failed(cardhours, share, day, SACCT_SOURCE, [o.cluster for o in outcomes if o.exceeded])
     return MaterializeResult(
         metadata={
             "rows": sum(rows.values()),

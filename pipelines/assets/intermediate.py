@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from dagster import AssetCheckResult, AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from pipelines.assets.gate import GATE_DEP
 from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
 from transforms.int_gpu_minutes_attributed import ORDER, SCHEMA, int_gpu_minutes_attributed_sql
@@ -25,7 +26,7 @@ CHUNK_DAYS = 1
 SAMPLES_CONSERVED = "samples_conserved"
 SAMPLE_DEPS = [
     AssetDep(["staging", "stg_slurm__jobs"]), AssetDep(["staging", "stg_kube__pods"]),
-    AssetDep(["staging", "stg_dcgm__gpu_minutely"]),
+    AssetDep(["staging", "stg_dcgm__gpu_minutely"]), GATE_DEP,
 ]
 MINUTE_SAMPLES_SQL = """
 SELECT coalesce(sum(n_samples), 0) FROM staging.stg_dcgm__gpu_minutely

@@ -11,11 +11,13 @@ from cardhours.config.cluster import ClusterConfig
 from cardhours.schemas import QUARANTINE_SCHEMA
 from cardhours.sources.kube.landing import SOURCE, land
 from cardhours.sources.kube.reader import KubeReader
+from pipelines.assets.gate import GATE_DEP
 from pipelines.checks.gx_adapter import run_suite_on_frame
 from pipelines.checks.kube_suites import (
     node_gpus, staged_kube_jobs_frame, staged_kube_jobs_suite, staged_pods_frame, staged_pods_suite,
 )
 from pipelines.checks.suites import node_gpu_capacity
+from pipelines.landing import failure_recorded, landed
 from pipelines.partitions import daily_partitions, monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
 from transforms.stg_kube__jobs import stg_kube__jobs
@@ -49,17 +51,20 @@ def raw_kube_series(context: AssetExecutionContext, cardhours: CardhoursResource
         for cluster in cardhours.config.clusters:
             if cluster.kubernetes is None:
                 continue
-            reader = KubeReader(cluster)
-            try:
-                landing = land(reader.read(start, end), cluster.kubernetes, cluster.name, day)
-            finally:
-                reader.close()
-            partition = {"cluster": cluster.name, "day": day}
-            rows[cluster.name] = replace_partition(conn, "raw.kube_series", landing.series, partition)
-            queue_rows[cluster.name] = replace_partition(conn, "raw.kube_queue_samples", landing.queue_samples, partition)
-            quarantined[cluster.name] = replace_partition(
-                conn, "raw.quarantine", landing.quarantine.select(list(QUARANTINE_SCHEMA)),
-                {"cluster": cluster.name, "source": SOURCE, "partition_key": day.isoformat()})
+            with failure_recorded(conn, cluster.name, day, SOURCE):
+                reader = KubeReader(cluster)
+                try:
+                    landing = land(reader.read(start, end), cluster.kubernetes, cluster.name, day)
+                finally:
+                    reader.close()
+                partition = {"cluster": cluster.name, "day": day}
+                queue_rows[cluster.name] = replace_partition(conn, "raw.kube_queue_samples", landing.queue_samples, partition)
+                quarantined[cluster.name] = replace_partition(
+                    conn, "raw.quarantine", landing.quarantine.select(list(QUARANTINE_SCHEMA)),
+                    {"cluster": cluster.name, "source": SOURCE, "partition_key": day.isoformat()})
+                series, bad = landing.series.height, landing.quarantine.height
+                rows[cluster.name] = replace_partition(conn, "raw.kube_series", landing.series, partition,
+                                                       also=[landed(cluster.name, day, SOURCE, series, bad, series + bad)])
             if quarantined[cluster.name]:
                 context.log.warning(f"{cluster.name}: {quarantined[cluster.name]} pod series quarantined")
     return MaterializeResult(metadata={
@@ -97,7 +102,7 @@ def _month_pods(cardhours: CardhoursResource, conn, start: datetime, end: dateti
 
 
 @asset(key=PODS_KEY, partitions_def=monthly_partitions, group_name="staging", kinds={"duckdb", "polars"},
-       deps=[AssetDep(SERIES_KEY)], check_specs=[AssetCheckSpec(PODS_CHECK, asset=PODS_KEY, blocking=True)],
+       deps=[AssetDep(SERIES_KEY), GATE_DEP], check_specs=[AssetCheckSpec(PODS_CHECK, asset=PODS_KEY, blocking=True)],
        description="One row per GPU pod overlapping the month: times, GPUs (MIG as fractions), department.")
 def stg_kube__pods_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, end = naive_window(context.partition_time_window)

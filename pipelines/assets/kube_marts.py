@@ -3,6 +3,7 @@
 import polars as pl
 from dagster import AssetDep, AssetExecutionContext, MaterializeResult, asset
 
+from pipelines.assets.gate import GATE_DEP
 from pipelines.assets.marts import JOB_USAGE_KEY, KUBE_DEPS
 from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
@@ -52,7 +53,7 @@ def mart_deployment_monthly_asset(context: AssetExecutionContext, cardhours: Car
     partitions_def=monthly_partitions,
     group_name="marts",
     kinds={"duckdb", "polars"},
-    deps=[AssetDep(["raw", "kube_series"])],
+    deps=[AssetDep(["raw", "kube_series"]), GATE_DEP],
     description="Per cluster, Kueue ClusterQueue or Volcano queue and month: admission wait p50/p95, admitted "
     "workloads, pending workloads, GPU usage vs nominal quota and borrowing, Volcano scheduling duration.",
 )

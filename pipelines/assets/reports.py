@@ -52,6 +52,7 @@ READS = {
     "users": "SELECT * FROM marts.mart_user_monthly WHERE month = ? ORDER BY cluster, user_name, department",
     "reconciliation": "SELECT * FROM marts.mart_chargeback_reconciliation WHERE month = ? ORDER BY cluster",
     "focus": "SELECT * FROM marts.fct_chargeback_focus WHERE billing_month = ?",
+    "closed": "SELECT * FROM marts.chargeback_closed_months WHERE billing_month BETWEEN ? AND ? ORDER BY billing_month",
     "kube_queues": "SELECT * FROM marts.mart_kube_queue_monthly WHERE month = ? ORDER BY cluster, queue_kind, queue",
 }  # fmt: skip
 
@@ -60,7 +61,7 @@ def read_review_frames(conn: duckdb.DuckDBPyConnection, month: date) -> dict[str
     """The frames of one review: 12 months of monthly marts (trends, previous month) and
     the month's jobs, hourly GPU totals, flags and users."""
     first = first_trend_month(month)
-    window = {name: [first, month] for name in ("clusters", "departments", "runs", "model_hours")}
+    window = {name: [first, month] for name in ("clusters", "departments", "runs", "model_hours", "closed")}
     return {name: read_frame(conn, sql, window.get(name, [month])) for name, sql in READS.items()}
 
 
@@ -95,9 +96,10 @@ def review_html(context: AssetExecutionContext, cardhours: CardhoursResource) ->
         frames = read_review_frames(conn, month)
         quality = data_quality_section(quarantine_summary(conn, month), runaway_runs(conn, month))
     reconciliation, focus, queues = frames.pop("reconciliation"), frames.pop("focus"), frames.pop("kube_queues")
+    closed = frames.pop("closed")
     settings = review_settings(cardhours.config, month)
     inputs = build_inputs(month, str(cardhours.config_path), settings=settings, **frames)
-    chargeback = chargeback_section(reconciliation, focus, month.strftime("%Y-%m"), settings.currency)
+    chargeback = chargeback_section(reconciliation, focus, month.strftime("%Y-%m"), settings.currency, closed)
     queue_section = kube_queues_section(queues)
     html = render_review(inputs, extra_sections=[chargeback] + ([queue_section] if queue_section else []) + [quality])
     pages = render_department_pages(inputs)

@@ -6,6 +6,7 @@ import polars as pl
 from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from cardhours.schemas import QUARANTINE_SCHEMA, SAMPLE_VALUE_COLUMNS
+from pipelines.assets.gate import GATE_DEP
 from pipelines.checks.gx_adapter import run_suite_on_frame
 from pipelines.checks.slurm_records import last_labelled_samples, unknown_states_check
 from pipelines.checks.suites import node_gpu_capacity, staged_jobs_frame, staged_jobs_suite
@@ -121,7 +122,7 @@ def stg_dcgm__field_presence_asset(context: AssetExecutionContext, cardhours: Ca
     partitions_def=monthly_partitions,
     group_name="staging",
     kinds={"duckdb", "polars"},
-    deps=[AssetDep(["raw", "slurm_sacct"])],
+    deps=[AssetDep(["raw", "slurm_sacct"]), GATE_DEP],
     check_specs=[
         AssetCheckSpec(JOBS_CHECK, asset=JOBS_KEY, blocking=True),
         AssetCheckSpec(STATES_CHECK, asset=JOBS_KEY, blocking=False,

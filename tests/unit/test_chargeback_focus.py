@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from pipelines.checks.chargeback import CHECKS, reconciliation_checks
-from reports.chargeback_section import chargeback_section
+from reports.chargeback_section import chargeback_section, closed_lines
 from reports.focus_export import EXPORT_COLUMNS, write_chargeback_files
 from tests.support.chargeback_frames import MONTH, build, capacity, rates, run, usage
 from tests.support.focus_conformance import MANDATORY, csv_problems, parquet_problems
@@ -200,3 +200,25 @@ def test_section_summarises_and_flags_failures() -> None:
     assert "FAILED" in failed.render() and "every job in one row" in failed.render()
     empty = chargeback_section(rec.clear(), built.focus.clear(), "2026-10", "EUR")
     assert "have not run" in empty.render()
+
+
+def test_section_names_a_closed_month_and_accepted_gaps() -> None:
+    built = build(month_usage(), CONFIG, CAPACITY)
+    rec = reconcile(built.focus, built.jobs, month_usage())
+    closed = pl.DataFrame({
+        "billing_month": [date(2026, 9, 1), date(2026, 10, 1)],
+        "closed_at": [datetime(2026, 10, 7, 9), datetime(2026, 11, 8, 10, 30)],
+        "accepted_gaps": ["sacct of 09-14 lost", None],
+        "gaps": ["not landed: cluster 'c1' sacct: 2026-09-14 missing\ncluster 'c1': sample coverage 85.0% below "
+                 "close.min_coverage 90.0% (marts.mart_cluster_monthly)", None],
+        "head_hash": ["a" * 64, "b" * 64],
+    })
+    assert closed_lines(closed, "2026-10") == [
+        "2026-09 was closed with accepted gaps: sacct of 09-14 lost (gaps: not landed: cluster 'c1' sacct: 2026-09-14 "
+        "missing; cluster 'c1': sample coverage 85.0% below close.min_coverage 90.0% (marts.mart_cluster_monthly)).",
+        f"2026-10 is closed (since 2026-11-08 10:30Z, head hash {'b' * 64}): its ledger rows are frozen; later changes "
+        "are Correction rows in the next open month.",
+    ]
+    html = chargeback_section(rec, built.focus, "2026-10", "EUR", closed).render()
+    assert "2026-09 was closed with accepted gaps: sacct of 09-14 lost" in html
+    assert "2026-10 is closed" not in chargeback_section(rec, built.focus, "2026-10", "EUR", closed.head(1)).render()

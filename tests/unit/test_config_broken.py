@@ -49,6 +49,9 @@ BROKEN = [
     ("mig-weight-zero", [put("rates.mig_profile_weights", {"1g.10gb": 0})],
      'rates.mig_profile_weights."1g.10gb"', "greater than 0"),
     ("severity-order", [put("flags.low_util_high", 0.5)], "flags.low_util_high", "must not exceed low_util_medium"),
+    ("close-coverage-above-one", [put("close.min_coverage", 90)], "close.min_coverage", "less than or equal to 1 (got 90)"),
+    ("close-negative-grace", [put("close.grace_days", -1)], "close.grace_days", "greater than or equal to 0"),
+    ("close-misspelled", [put("close.grace_day", 3)], "close.grace_day", "did you mean 'grace_days'?"),
     # org references
     ("account-unknown-department", [put("org.accounts[1].department", "nlpp")],
      "org.accounts[1].department", "unknown department 'nlpp'; did you mean 'nlp'?"),

@@ -85,3 +85,12 @@ def test_file_source_step_seconds_sets_sample_step(tmp_path) -> None:
     path.write_text(text)
     assert load_config(path).clusters[0].sample_step_seconds == 300
     assert load_config(EXAMPLE_CONFIG).clusters[0].sample_step_seconds == 30
+
+
+def test_example_close_section_is_the_defaults() -> None:
+    # The example's [close] says "defaults shown": keep it true; a config without it gets them.
+    from cardhours.config import CloseConfig
+
+    assert load_config(EXAMPLE_CONFIG).close == CloseConfig()
+    assert (CloseConfig().grace_days, CloseConfig().min_coverage, CloseConfig().max_quarantine_share) == (5, 0.9, 0.01)
+    assert load_config(FIXTURES / "minimal.toml").close == CloseConfig()

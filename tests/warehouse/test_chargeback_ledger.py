@@ -9,126 +9,22 @@ from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pytest
-from dagster import materialize
-from typer.testing import CliRunner
 
-from cardhours.cli import app
-from pipelines.assets.chargeback import CHARGEBACK_ASSETS
-from pipelines.resources import CardhoursResource
-from tests.support import chargeback_frames
-from tests.support.chargeback_frames import usage
+from tests.support.chargeback_site import AUG, OCT, SEP, august, build, make_site, put_usage, rows, run
+from tests.support.chargeback_site import close as _close
 from tests.support.focus_conformance import csv_problems, parquet_problems
-from warehouse import connect, replace_partition
+from warehouse import connect
 
-# Months of the past (Dagster has no partition for the current month): AUG closes first.
-AUG, SEP, OCT = date(2026, 8, 1), date(2026, 9, 1), date(2026, 10, 1)
-CONFIG = """
-[warehouse]
-path = "wh/cardhours.duckdb"
-
-[reports]
-dir = "reports"
-
-[[clusters]]
-name = "c1"
-
-[clusters.metrics]
-source = "file"
-path = "metrics"
-
-[[clusters.inventory.node_groups]]
-hosts = "n1"
-gpu_model = "H100"
-model_name = "NVIDIA H100 80GB HBM3"
-gpus_per_node = 4
-gpu_memory_mib = 81559
-
-[[clusters.inventory.node_groups]]
-hosts = "m1"
-gpu_model = "A100"
-model_name = "NVIDIA A100-SXM4-80GB"
-gpus_per_node = 1
-gpu_memory_mib = 81920
-mig_layout = ["3g.40gb", "3g.40gb", "1g.10gb"]
-
-[org.divisions.research]
-name = "Research"
-
-[org.departments.nlp]
-name = "Language Models"
-division = "research"
-
-[org.departments.speech]
-name = "Speech"
-division = "research"
-
-[rates]
-currency = "EUR"
-idle_capacity = "proportional"
-
-[rates.gpu_hour]
-H100 = 2.5
-A100 = 1.4
-
-[rates.qos_multipliers]
-high = 1.5
-
-[[rates.price_changes]]
-gpu_model = "H100"
-gpu_hour = 2.8
-effective = 2026-08-20T06:30:15Z
-"""
 LEDGER_TABLES = ["marts.chargeback_ledger", "marts.chargeback_ledger_jobs"]
 FACT_TABLES = ["marts.fct_chargeback_focus", "marts.fct_chargeback_jobs", "marts.mart_chargeback_reconciliation"]
-cli = CliRunner()
-
-
-def run(job_id: str, start: datetime, hours: float, **kw) -> dict:
-    """A fct_job_usage row of August (unless the month is given)."""
-    kw.setdefault("month_start", datetime(2026, 8, 1))
-    kw.setdefault("month_end", datetime(2026, 9, 1))
-    return chargeback_frames.run(job_id, start, hours, **kw)
-
-
-def august() -> list[dict]:
-    return [
-        run("100", datetime(2026, 7, 31, 20), 10, gpus=2),
-        run("101", datetime(2026, 8, 20, 1), 11, gpus=4, qos="high"),
-        run("102", datetime(2026, 8, 5, 3, 17, 11), 33.3, department="speech"),
-        run("103", datetime(2026, 8, 7), 50, gpus=3 / 7, gpu_model="A100 3g.40gb", department="speech"),
-        run("105", datetime(2026, 8, 9), 12.5, department="unmapped", division="unmapped", account="legacy"),
-    ]
+_usage, _materialize, _rows = put_usage, build, rows
 
 
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
-    config = tmp_path / "cardhours.toml"
-    config.write_text(CONFIG)
-    return config
-
-
-def _usage(site: Path, month: date, rows: list[dict]) -> None:
-    frame = usage(*[{**r, "month": month} for r in rows]) if rows else usage()
-    with connect(site.parent / "wh" / "cardhours.duckdb") as conn:
-        replace_partition(conn, "marts.fct_job_usage", frame, {"month": month})
-
-
-def _materialize(site: Path, month: date) -> dict[str, bool]:
-    result = materialize(CHARGEBACK_ASSETS, partition_key=month.isoformat(),
-                         resources={"cardhours": CardhoursResource(config_path=str(site))})
-    assert result.success
-    return {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
-
-
-def _rows(site: Path, sql: str, params: list | None = None) -> pl.DataFrame:
-    conn = duckdb.connect(str(site.parent / "wh" / "cardhours.duckdb"), read_only=True)
-    try:
-        return conn.sql(sql, params=params).pl()
-    finally:
-        conn.close()
+    return make_site(tmp_path)
 
 
 def _digest(site: Path, tables: list[str]) -> dict[str, str]:
@@ -137,10 +33,6 @@ def _digest(site: Path, tables: list[str]) -> dict[str, str]:
         frame = _rows(site, f"SELECT * FROM {table}")  # table names from the fixed lists above
         out[table] = hashlib.sha256(frame.sort(frame.columns, nulls_last=True).write_csv().encode()).hexdigest()
     return out
-
-
-def _close(site: Path, month: str):
-    return cli.invoke(app, ["close", "--config", str(site), "--month", month])
 
 
 def test_close_late_data_corrections_and_reruns(site: Path) -> None:
@@ -174,7 +66,7 @@ def test_close_late_data_corrections_and_reruns(site: Path) -> None:
     fixes = _rows(site, "SELECT * FROM marts.fct_chargeback_focus WHERE ChargeClass = 'Correction'")
     assert fixes.height > 0 and set(fixes["billing_month"]) == {SEP} and set(fixes["charge_month"]) == {AUG}
     regular = _rows(site, "SELECT * FROM marts.fct_chargeback_focus WHERE billing_month = ?", [AUG])
-    frozen = _rows(site, "SELECT * EXCLUDE (closed_at) FROM marts.chargeback_ledger")
+    frozen = _rows(site, "SELECT * EXCLUDE (closed_at, ledger_seq, row_hash) FROM marts.chargeback_ledger")
     assert regular["InvoiceId"].null_count() == regular.height and set(frozen["InvoiceId"]) == {"cardhours-2026-08"}
     frozen = frozen.with_columns(pl.lit(None, pl.String).alias("InvoiceId"))  # the only column close sets
     assert regular.sort(regular.columns, nulls_last=True).equals(frozen.sort(frozen.columns, nulls_last=True))
@@ -251,7 +143,8 @@ def test_migration_tables_match_the_transform_schemas(tmp_path: Path) -> None:
                 "ORDER BY ordinal_position", [schema, name]).fetchall()]
 
         assert columns("marts.fct_chargeback_focus") == list(fct_chargeback_focus.SCHEMA)
-        assert columns("marts.chargeback_ledger") == [*fct_chargeback_focus.SCHEMA, "closed_at"]
+        frozen = ["closed_at", "ledger_seq", "row_hash"]  # the close's time, the row's place and hash in the chain
+        assert columns("marts.chargeback_ledger") == [*fct_chargeback_focus.SCHEMA, *frozen]
         assert columns("marts.fct_chargeback_jobs") == list(fct_chargeback_jobs.SCHEMA)
-        assert columns("marts.chargeback_ledger_jobs") == [*fct_chargeback_jobs.SCHEMA, "closed_at"]
+        assert columns("marts.chargeback_ledger_jobs") == [*fct_chargeback_jobs.SCHEMA, *frozen]
         assert columns("marts.mart_chargeback_reconciliation") == list(mart_chargeback_reconciliation.SCHEMA)

@@ -148,6 +148,17 @@ def test_screening_lands_clean_rows_quarantine_and_counts(tmp_path: Path) -> Non
     mig = query(config, "SELECT gpu_i_id, count(gpu_util) AS util, count(*) AS n FROM raw.dcgm_samples "
                         "WHERE gpu = 1 GROUP BY ALL ORDER BY gpu_i_id NULLS FIRST")
     assert mig.rows() == [(None, 40, 40), (1, 0, 40), (2, 0, 40)]  # device fields once per GPU
+    landing = query(config, "SELECT cluster, day, source, rows, quarantined, screened, status, detail FROM meta.landings")
+    assert landing.rows() == [("t1", DAY, "dcgm", 32 + 3 * 40, 2, screening["input_values"], "ok", None)]
+
+
+def test_a_failed_read_is_recorded_as_a_failed_landing(tmp_path: Path) -> None:
+    config = write_site(tmp_path, max_share=0.5)
+    (tmp_path / "metrics" / f"day={PARTITION}" / "part-0.parquet").write_bytes(b"PAR1 broken")
+    assert not run(config, [raw_dcgm_samples]).success
+    landing = query(config, "SELECT source, rows, status, detail FROM meta.landings")
+    assert landing.rows() == [("dcgm", None, "failed", "ComputeError: parquet: File out of specification: "
+                               "A Parquet file must contain a header and footer with at least 12 bytes")]
 
 
 def test_quarantine_check_fails_over_the_limit_and_blocks_staging(tmp_path: Path) -> None:
@@ -160,6 +171,10 @@ def test_quarantine_check_fails_over_the_limit_and_blocks_staging(tmp_path: Path
     assert evaluation.metadata["failing_clusters"].value == ["t1"]
     assert query(config, "SELECT count(*) AS n FROM raw.quarantine").item() == 2  # landed all the same
     assert query(config, "SELECT count(*) AS n FROM staging.stg_dcgm__gpu_hourly").item() == 0  # blocked
+    screened = metadata(result, SAMPLES)["screening_by_cluster"]["t1"]["input_values"]
+    landing = query(config, "SELECT rows, quarantined, screened, status, detail FROM meta.landings")
+    assert landing.rows() == [(152, 2, screened, "rejected", f"{2 / screened:.4%} of sample values quarantined, "
+                                                            "over metrics.max_quarantine_share 0.1000%")]
 
 
 def test_rerun_replaces_samples_and_quarantine(tmp_path: Path) -> None:

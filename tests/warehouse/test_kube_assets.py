@@ -59,6 +59,13 @@ def test_assets_land_and_stage_every_seen_pod_and_rerun_identically(sim: Simulat
     assert (joined["gpu_seconds_staged"] - joined["gpu_seconds"]).abs().le(STEP * joined["gpus"] + 1e-6).all()
     assert jobs["job_id"].sort().to_list() == truth["job_key"].unique().sort().to_list()
     assert (pods["month"] == date(2026, 3, 1)).all()
+    conn = connect(Path(sim.out_dir) / "cardhours.duckdb")
+    try:
+        landings = read_frame(conn, "SELECT cluster, day, source, rows, status FROM meta.landings ORDER BY day")
+    finally:
+        conn.close()
+    per_day = first["raw.kube_series"].group_by("day").len().sort("day")["len"].to_list()
+    assert landings.rows() == [("sim", DAY + timedelta(days=i), "kube", per_day[i], "ok") for i in range(DAYS)]
     run_all(sim)
     again = tables(sim)
     for name, frame in first.items():

@@ -220,3 +220,25 @@ def test_connection_closes_as_a_context_manager(db_path: Path) -> None:
         conn.execute("SELECT 1")
     with pytest.raises(duckdb.ConnectionException):
         conn.execute("SELECT 1")
+
+
+def test_migration_0015_counts_earlier_raw_partitions_as_landed_and_chargeback_months_as_built(tmp_path: Path) -> None:
+    path, old = tmp_path / "old.duckdb", tmp_path / "upto14"
+    old.mkdir()
+    for migration in discover_migrations():
+        if migration.version < 15:
+            write(old, migration.filename, migration.sql)
+    with connect(path, migrations=old) as before:
+        before.execute(
+            "INSERT INTO main.partition_writes VALUES ('raw.dcgm_samples', 'cluster=alpha/day=2026-10-01', 120), "
+            "('raw.slurm_sacct', 'cluster=alpha/day=2026-10-01', 7), ('raw.kube_series', 'cluster=k-8s/day=2026-10-02', 3), "
+            "('raw.quarantine', 'cluster=alpha/partition_key=2026-10-01/source=dcgm', 2), "
+            "('marts.mart_chargeback_reconciliation', 'month=2026-10-01', 1), ('marts.fct_job_usage', 'month=2026-09-01', 9)"
+        )
+    with connect(path) as after:
+        landings = after.execute("SELECT cluster, day, source, landed_at, rows, status FROM meta.landings ORDER BY ALL").fetchall()
+        builds = after.execute("SELECT month, started_at, status FROM meta.monthly_builds").fetchall()
+    assert [(c, d.isoformat(), s, t, r, st) for c, d, s, t, r, st in landings] == [
+        ("alpha", "2026-10-01", "dcgm", None, 120, "ok"), ("alpha", "2026-10-01", "sacct", None, 7, "ok"),
+        ("k-8s", "2026-10-02", "kube", None, 3, "ok")]
+    assert [(m.isoformat(), s, st) for m, s, st in builds] == [("2026-10-01", None, "finished")]

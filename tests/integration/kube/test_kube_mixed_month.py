@@ -18,6 +18,7 @@ from cardhours.config.cluster import ClusterConfig
 from cardhours.simulate.kube.queues import WAIT_BUCKETS
 from cardhours.simulate.kube.training import CLUSTER_QUEUE, VOLCANO_QUEUE
 from cardhours.simulate.run import SimulationResult
+from pipelines.assets.gate import GATE_STEP
 from pipelines.definitions import build_definitions
 from tests.integration.kube.cases import DAYS, STEP, T0
 
@@ -48,7 +49,9 @@ def mixed(sim: SimulationResult, cluster: ClusterConfig) -> dict:
         for i in range(DAYS):
             day = (T0 + timedelta(days=i)).date().isoformat()
             assert definitions.resolve_job_def("daily_ingest").execute_in_process(partition_key=day, instance=instance).success
-        result = definitions.resolve_job_def("monthly_review").execute_in_process(partition_key=MIXED_MONTH, instance=instance)
+        result = definitions.resolve_job_def("monthly_review").execute_in_process(
+            partition_key=MIXED_MONTH, instance=instance,
+            run_config={"ops": {GATE_STEP: {"config": {"accept_gaps": f"the site serves {DAYS} days of March"}}}})
     assert result.success
     checks = {(tuple(e.asset_key.path), e.check_name): e.passed for e in result.get_asset_check_evaluations()}
     conn = duckdb.connect(str(config_path.with_name("mixed.duckdb")), read_only=True)
