@@ -40,17 +40,14 @@ def fields_present(samples: pl.DataFrame) -> list[str]:
     return [field for field in SAMPLE_VALUE_COLUMNS if counts[field] > 0]
 
 
-def _dcgm_landing(outcome: ClusterQuarantine, day: date, rows: int) -> Statement:
+def _share_landing(outcome: ClusterQuarantine, day: date, source: str, rows: int) -> Statement:
     """The day's landing: 'rejected' when its quarantine share is over the cluster's limit."""
     counts = outcome.counts
-    status, detail = (REJECTED, _describe_share(outcome)) if outcome.exceeded else (OK, None)
-    return landed(outcome.cluster, day, DCGM_SOURCE, rows, counts["quarantined_values"], counts["input_values"],
+    detail = (f"{outcome.share:.4%} of {outcome.unit} quarantined, over {outcome.limit_key} "
+              f"{outcome.max_share:.4%}")
+    status, detail = (REJECTED, detail) if outcome.exceeded else (OK, None)
+    return landed(outcome.cluster, day, source, rows, counts["quarantined_values"], counts["input_values"],
                   status, detail)
-
-
-def _describe_share(outcome: ClusterQuarantine) -> str:
-    return (f"{outcome.share:.4%} of sample values quarantined, over metrics.max_quarantine_share "
-            f"{outcome.max_share:.4%}")
 
 
 def _reject_if_failed(cardhours: CardhoursResource, check: AssetCheckResult, day: date, source: str,
@@ -106,7 +103,7 @@ def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResourc
                 )
                 rows[cluster.name] = replace_partition(
                     conn, "raw.dcgm_samples", result.clean, {"cluster": cluster.name, "day": day},
-                    also=[_dcgm_landing(outcome, day, result.clean.height)],
+                    also=[_share_landing(outcome, day, DCGM_SOURCE, result.clean.height)],
                 )
             screening[cluster.name] = screening_metadata(result)
             outcomes.append(outcome)
@@ -115,7 +112,6 @@ def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResourc
     gx = check_raw_table(cardhours, "raw.dcgm_samples", SAMPLES_KEY, "gx_raw_dcgm_samples", day)
     _reject_if_failed(cardhours, gx, day, DCGM_SOURCE, list(rows))
     share = quarantine_share_check(outcomes, SAMPLES_KEY)
-    _reject_if_failed(cardhours, share, day, DCGM_SOURCE, [o.cluster for o in outcomes if o.exceeded])
     return MaterializeResult(
         metadata={
             "rows": sum(rows.values()),
@@ -166,15 +162,13 @@ def raw_slurm_sacct(context: AssetExecutionContext, cardhours: CardhoursResource
                     {"cluster": cluster.name, "source": SACCT_SOURCE, "partition_key": day.isoformat()},
                 )
                 bad = outcome.counts["quarantined_values"]
-                landing = landed(cluster.name, day, SACCT_SOURCE, raw.height, bad, raw.height + rejects.height)
                 rows[cluster.name] = replace_partition(conn, "raw.slurm_sacct", raw, {"cluster": cluster.name, "day": day},
-                                                       also=[landing])
+                                                       also=[_share_landing(outcome, day, SACCT_SOURCE, raw.height)])
             if bad:
                 context.log.warning(f"{cluster.name}: {bad} sacct rows quarantined (by reason: {dict(outcome.reasons)})")
     check = check_raw_table(cardhours, "raw.slurm_sacct", SACCT_KEY, "gx_raw_slurm_sacct", day)
     share = quarantine_share_check(outcomes, SACCT_KEY, SACCT_SHARE_CHECK)
     _reject_if_failed(cardhours, check, day, SACCT_SOURCE, list(rows))
-    _reject_if_failed(cardhours, share, day, SACCT_SOURCE, [o.cluster for o in outcomes if o.exceeded])
     return MaterializeResult(
         metadata={
             "rows": sum(rows.values()),

@@ -124,8 +124,8 @@ def test_close_command_exit_codes_and_messages(site: Path) -> None:
     shutil.rmtree(folder)
     folder.write_text("")  # the month's files cannot be written
     unwritten = _close(site, "2026-08")
-    assert unwritten.exit_code == 1 and "closed, but its files were not written" in unwritten.output
-    assert "cardhours run --config" in unwritten.output.replace("\n", "")
+    assert unwritten.exit_code == 1 and "closed, but its files are not written" in unwritten.output
+    assert "run cardhours close again, which writes them" in unwritten.output.replace("\n", " ")
     folder.unlink()
     again = _close(site, "2026-08")
     assert again.exit_code == 0 and "already closed" in again.output and "ledger unchanged" in again.output

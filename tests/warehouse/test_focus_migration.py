@@ -43,7 +43,8 @@ def test_0014_keeps_the_rows_and_gives_closed_months_their_invoice(tmp_path: Pat
                      "FROM marts.fct_chargeback_focus")
     with connect(database) as conn:
         mart = read_frame(conn, "SELECT * FROM marts.fct_chargeback_focus")
-        ledger = read_frame(conn, "SELECT * EXCLUDE (closed_at) FROM marts.chargeback_ledger")
+        # ledger_seq and row_hash come with a later migration (the hash chain), null until a close chains them
+        ledger = read_frame(conn, "SELECT * EXCLUDE (closed_at, ledger_seq, row_hash) FROM marts.chargeback_ledger")
         close_gives = conn.execute(f"SELECT DISTINCT {INVOICE_ID} FROM marts.chargeback_ledger").fetchall()
     assert mart.columns == now.columns and _sorted(mart).equals(_sorted(now))
     assert set(ledger["InvoiceId"]) == {"acct-2026-10"} and close_gives == [("acct-2026-10",)]
