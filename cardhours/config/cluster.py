@@ -151,7 +151,7 @@ class ClusterConfig(StrictModel):
     metrics: MetricsConfig
     prometheus: PrometheusConfig | None = None
     slurm: SlurmConfig | None = None
-    kubernetes: KubernetesConfig | None = None  # GPU pods (issue 7)
+    kubernetes: KubernetesConfig | None = None  # GPU pods from kube-state-metrics (docs/kubernetes.md)
     inventory: InventoryConfig
 
     @model_validator(mode="before")
