@@ -61,9 +61,9 @@ class CardhoursResource(ConfigurableResource):
             return FileMetricsSource(settings.metrics.path)
         if settings.prometheus is None:
             raise MetricsSourceError(f"cluster {cluster!r}: metrics.source = 'prometheus' needs [clusters.prometheus]")
-        from pipelines.prometheus_resource import PrometheusResource
+        from cardhours.sources.prometheus.source import PrometheusMetricsSource
 
-        return PrometheusResource.from_config(settings.prometheus).source()
+        return PrometheusMetricsSource.from_config(settings.prometheus)
 
     def sacct_rows(self, cluster: str, day: date, start: datetime, end: datetime) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Raw sacct rows for the window and the lines quarantined while reading them."""

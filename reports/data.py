@@ -20,6 +20,8 @@ from reports.pricing import model_months
 
 F64, STR, I64 = pl.Float64, pl.String, pl.Int64
 TREND_MONTHS = 12
+# Each *_SCHEMA below is the subset of one mart's columns the pages read; their names and
+# types are checked against the mart's SCHEMA by tests/unit/test_report_columns.py.
 CLUSTER_SCHEMA = {
     "cluster": STR, "month": pl.Date, "capacity_gpu_hours": F64, "allocated_gpu_hours": F64,
     "active_gpu_hours": F64, "idle_gpu_hours": F64, "job_count": I64, "sample_coverage": F64,

@@ -2,7 +2,7 @@
 
 Columns (COLUMNS, in order): cluster, job_id, user, account, department, partition, gpus,
 gpu_hours, utilization (0-1 ratio), utilization_signal, reasons (``;``-separated codes,
-most severe first), severity (the highest), recommendation (each reason's, most severe
+most severe first, then in cardhours/contracts/flags.py order), severity (the highest), recommendation (each reason's, most severe
 first, space-separated), idle_cost (the run's idle GPU-hours x its model's GPU-hour rate,
 in the config's currency; empty when the model has no rate).
 
@@ -21,6 +21,7 @@ import io
 
 import polars as pl
 
+from cardhours.contracts.flags import REASON_RANK, SEVERITY_RANK
 from reports.csv_guard import guard_text_columns
 
 COLUMNS = (
@@ -28,18 +29,13 @@ COLUMNS = (
     "utilization", "utilization_signal", "reasons", "severity", "recommendation", "idle_cost",
 )
 RUN = ["cluster", "job_id", "job_id_raw", "start_time"]
-SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2}
-REASON_ORDER = (
-    "ZERO_UTIL", "LOW_UTIL", "MEMORY_HELD_IDLE", "BUSY_ENGINE_IDLE_SMS", "INPUT_BOUND",
-    "OVERSIZED", "IDLE_TAIL", "DEBUG_OVER_LIMIT", "MULTINODE_FRAGMENTED",
-)
 
 
 def per_job(flags: pl.DataFrame) -> pl.DataFrame:
     """fct_job_flags rows (one per run and reason) -> one row per run with COLUMNS."""
     ranked = flags.with_columns(
         _severity=pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int32),
-        _reason=pl.col("reason").replace_strict({r: i for i, r in enumerate(REASON_ORDER)}, return_dtype=pl.Int32),
+        _reason=pl.col("reason").replace_strict(REASON_RANK, return_dtype=pl.Int32),
     ).sort([*RUN, "_severity", "_reason"], nulls_last=False)
     runs = ranked.group_by(RUN, maintain_order=True).agg(
         pl.col("user_name", "account", "department", "partition_name", "gpus", "gpu_hours", "utilization",

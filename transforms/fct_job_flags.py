@@ -3,22 +3,21 @@
 Input: the month's ``fct_job_usage`` rows, the time-shape profile of each run
 (``int_job_activity_profiled``), the inventory (card memory, GPUs per node) and the
 thresholds of the config's ``flags`` section. The rules live in ``transforms/flag_rules``
-(activity, sizing, schedule); docs/marts.md describes each with its default threshold.
+(activity, sizing, schedule: each lists its rules in ``RULES``), their codes in
+cardhours/contracts/flags.py; docs/marts.md describes each with its default threshold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import date, datetime
 
 import polars as pl
 
-from transforms.flag_rules import REASON_RANK, RULE_SCHEMA, Thresholds
-from transforms.flag_rules.activity import busy_engine_idle_sms, input_bound, low_util, memory_held_idle, zero_util
+from cardhours.contracts.flags import REASON_RANK
+from transforms.flag_rules import RULE_SCHEMA, Rule, Thresholds, activity, schedule, sizing
 from transforms.flag_rules.costs import with_idle_cost
 from transforms.price_segments import MIG_SUFFIX
-from transforms.flag_rules.schedule import debug_over_limit, idle_tail
-from transforms.flag_rules.sizing import multinode_fragmented, oversized, oversized_mig
 
 SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
@@ -47,11 +46,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "month": pl.Date(),
 }
 
-Rule = Callable[[pl.DataFrame, Thresholds], pl.DataFrame]
-RULES: tuple[Rule, ...] = (
-    zero_util, low_util, memory_held_idle, busy_engine_idle_sms, input_bound,
-    oversized, oversized_mig, idle_tail, debug_over_limit, multinode_fragmented,
-)
+RULES: tuple[Rule, ...] = (*activity.RULES, *sizing.RULES, *schedule.RULES)
 RUN = ["cluster", "job_id_raw", "start_time"]
 PROFILE_COLUMNS = ("measured_hours", "steady_share", "tail_zero_hours")
 
@@ -109,7 +104,7 @@ def fct_job_flags(
     period_end: datetime,
     month: date,
 ) -> pl.DataFrame:
-    """SCHEMA rows, ordered by cluster, job_id, start_time and reason (REASONS order).
+    """SCHEMA rows, ordered by cluster, job_id, start_time and reason (registry order).
 
     ``usage``: fct_job_usage rows of ``month``; ``profile``: int_job_activity_profiled rows;
     ``inventory``: cluster, hostname, gpu, gpu_i_profile, memory_mib (config inventory frame);

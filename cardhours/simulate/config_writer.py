@@ -1,32 +1,18 @@
 """A cardhours TOML config for a simulated cluster (format: cardhours.example.toml),
 written by hand: file metrics, a saved sacct file, the node groups, the org minus the
-deliberately unmapped account, rates, default flags and department quotas."""
+deliberately unmapped account, rates, the flags at their defaults (cardhours.config.policy)
+and department quotas."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from cardhours.config.policy import FlagsConfig
 from cardhours.simulate.cluster import Cluster, mig_fraction, node_groups
 from cardhours.simulate.jobs import Org
 
 RATES = {"H100": 2.50, "H200": 3.20, "A100": 1.40}
-FLAGS: dict[str, float | int | str] = {
-    "zero_util_threshold": 0.01,
-    "zero_util_user_gpu_hours": 24.0,
-    "low_util_high": 0.15,
-    "low_util_medium": 0.25,
-    "min_runtime_minutes": 30,
-    "memory_held_fraction": 0.10,
-    "busy_engine_threshold": 0.50,
-    "idle_sm_threshold": 0.05,
-    "idle_tail_hours": 2.0,
-    "debug_partition": "debug",
-    "debug_max_hours": 24.0,
-    "debug_max_concurrent_jobs": 2,
-    "low_efficiency_gpu_hours": 50.0,
-    "low_efficiency_utilization": 0.25,
-}
 
 
 def toml_value(value: object) -> str:
@@ -121,7 +107,7 @@ def config_text(
         *_org_lines(org),
         *_table("rates", {"currency": "EUR"}),
         *_table("rates.gpu_hour", dict(RATES)),
-        *_table("flags", dict(FLAGS)),
+        *_table("flags", FlagsConfig().model_dump()),  # every threshold at its default, to adjust
         *_table("quotas", {"overcommit_ratio": 1.0}),
         *_table("quotas.departments", dict(department_quotas(cluster, org))),
     ]

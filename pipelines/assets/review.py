@@ -13,6 +13,7 @@ from dagster import (
     asset,
 )
 
+from cardhours.contracts.flags import FLAG_REASONS, REASONS, SEVERITIES
 from pipelines.assets.marts import JOB_USAGE_KEY
 from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
@@ -21,7 +22,6 @@ from reports.write import write_atomic
 from transforms.fct_job_flags import SCHEMA as FLAGS_SCHEMA
 from transforms.fct_job_flags import fct_job_flags
 from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
-from transforms.flag_rules import REASONS, SEVERITIES, Thresholds
 from cardhours.config.rates import price_frame
 from transforms.dated_cost import unpriced_models
 from transforms.int_job_activity_profiled import int_job_activity_profiled
@@ -40,10 +40,6 @@ SELECT cluster, job_id_raw, start_time, hour, attribution_method, samples, zero_
        gr_engine_active_sum, gr_engine_active_n
 FROM intermediate.int_gpu_minutes_attributed WHERE month = ? AND job_id_raw IS NOT NULL
 """
-
-
-def _thresholds(cardhours: CardhoursResource) -> Thresholds:
-    return Thresholds.from_mapping(cardhours.config.flags.model_dump())
 
 
 def _prices(cardhours: CardhoursResource, models: list[str | None], start, end) -> tuple[pl.DataFrame, list[str]]:
@@ -84,14 +80,14 @@ def flags_valid_check(flags: pl.DataFrame, usage: pl.DataFrame) -> AssetCheckRes
     kinds={"duckdb", "polars", "csv"},
     deps=[AssetDep(JOB_USAGE_KEY), AssetDep(ATTRIBUTED_KEY)],
     check_specs=[AssetCheckSpec(FLAGS_VALID, asset=FLAGS_KEY, blocking=True)],
-    description="One row per flagged job run and reason (ZERO_UTIL, LOW_UTIL, MEMORY_HELD_IDLE, ...) with "
-    "severity, evidence and a recommendation; writes YYYY-MM/flagged_jobs.csv.",
+    description="One row per flagged job run and reason with severity, evidence and a recommendation; writes "
+    "YYYY-MM/flagged_jobs.csv. Reasons: " + "; ".join(f"{r.code}: {r.summary}" for r in FLAG_REASONS) + ".",
 )
 def fct_job_flags_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, end = naive_window(context.partition_time_window)
     month = start.date()
     config = cardhours.config
-    thresholds = _thresholds(cardhours)
+    thresholds = config.flags
     with cardhours.warehouse() as conn:
         usage = _usage(conn, month)
         attributed = read_frame(conn, ATTRIBUTED_SQL, [month])
@@ -147,7 +143,7 @@ def mart_user_monthly_asset(context: AssetExecutionContext, cardhours: Cardhours
         usage = _usage(conn, month)
         flags = read_frame(conn, "SELECT * FROM marts.fct_job_flags WHERE month = ?", [month]).cast(FLAGS_SCHEMA)
         prices, _ = _prices(cardhours, usage.get_column("gpu_model").to_list(), start, end)
-        users = mart_user_monthly(usage, flags, _thresholds(cardhours), prices, config.rates.currency, month)
+        users = mart_user_monthly(usage, flags, config.flags, prices, config.rates.currency, month)
         rows = replace_partition(conn, "marts.mart_user_monthly", users, {"month": month})
     return MaterializeResult(
         metadata={

@@ -7,6 +7,7 @@ from functools import partial
 
 import polars as pl
 
+from cardhours.contracts.flags import SEVERITY_RANK
 from reports import figures
 from reports.data import ReviewInputs
 from reports.html import (
@@ -15,7 +16,6 @@ from reports.html import (
 
 TOP_FLAGGED = 25
 TOP_USERS = 15
-SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2}
 RUN = ["cluster", "job_id", "job_id_raw", "start_time"]
 fmt_hours = partial(fmt_float, decimals=1)
 fmt_money = partial(fmt_float, decimals=2)
@@ -25,7 +25,7 @@ def flagged_runs(flags: pl.DataFrame) -> pl.DataFrame:
     """One row per flagged job run: its reasons (most severe first), its worst severity,
     the waste of its worst reason (a job is counted once) and the recommendations."""
     ranked = flags.with_columns(
-        pl.col("severity").replace_strict(SEVERITY_RANK, default=3, return_dtype=pl.Int8).alias("_rank")
+        pl.col("severity").replace_strict(SEVERITY_RANK, default=len(SEVERITY_RANK), return_dtype=pl.Int8).alias("_rank")
     ).sort([*RUN, "_rank", "reason"], nulls_last=True)
     first = pl.col
     return (

@@ -23,7 +23,6 @@ from reports.flagged_jobs_csv import flagged_jobs_csv
 from tests.fixtures import h200
 from transforms.fct_job_flags import fct_job_flags
 from transforms.fct_job_usage import fct_job_usage
-from transforms.flag_rules import Thresholds
 from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
 from transforms.int_gpu_minutes_attributed import int_gpu_minutes_attributed_sql
 from transforms.int_job_activity_profiled import int_job_activity_profiled
@@ -86,7 +85,7 @@ def flags_and_usage() -> tuple[pl.DataFrame, pl.DataFrame]:
     assert bad.height == 0 and jobs.height == 5
     minutely = stg_dcgm__gpu_minutely(labelled_samples().lazy(), h200.STEP_SECONDS).collect()
     minutely = minutely.with_columns(day=pl.col("minute").dt.date())
-    thresholds = Thresholds.from_mapping(FlagsConfig(min_runtime_minutes=0).model_dump())
+    thresholds = FlagsConfig(min_runtime_minutes=0)
     with connect(":memory:") as conn:
         replace_partition(conn, "staging.stg_slurm__jobs", jobs.with_columns(month=pl.lit(MONTH)), {"month": MONTH})
         for day in minutely.get_column("day").unique().to_list():

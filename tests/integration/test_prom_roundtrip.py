@@ -27,7 +27,6 @@ from cardhours.sources.prometheus.decode import decode_matrix
 from cardhours.sources.prometheus.fetch import fetch_one
 from cardhours.sources.prometheus.plan import Request
 from cardhours.sources.prometheus.source import PrometheusMetricsSource, to_ms
-from pipelines.prometheus_resource import PrometheusResource
 from pipelines.resources import CardhoursResource
 from tests.support.downsampled import assert_buckets_exact, hourly_energy
 
@@ -87,7 +86,6 @@ def test_dagster_resource_reads_the_configured_prometheus(sim: SimulationResult,
     config.write_text(text)
     source = CardhoursResource(config_path=str(config)).metrics_source(CLUSTER)
     assert isinstance(source, PrometheusMetricsSource) and source.config.max_points_per_series == 2000
-    assert PrometheusResource.from_config(source.config).to_config() == source.config
     got = source.read_samples(CLUSTER, T0 + timedelta(hours=20), T1)
     assert_frame_equal(got.sort(KEYS, nulls_last=True),
                        expected.filter(pl.col("ts") >= T0 + timedelta(hours=20)))

@@ -9,7 +9,6 @@ import polars as pl
 from cardhours.config.policy import FlagsConfig
 from transforms.fct_job_flags import fct_job_flags
 from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
-from transforms.flag_rules import Thresholds
 from transforms.int_job_activity_profiled import SCHEMA as PROFILE_SCHEMA
 
 MONTH = date(2024, 3, 1)
@@ -60,8 +59,8 @@ def profile_rows(rows: list[dict], **per_job: dict) -> pl.DataFrame:
     return pl.DataFrame(out, schema=PROFILE_SCHEMA)
 
 
-def thresholds(**overrides) -> Thresholds:
-    return Thresholds.from_mapping(FlagsConfig(**overrides).model_dump())
+def thresholds(**overrides) -> FlagsConfig:
+    return FlagsConfig(**overrides)
 
 
 def flags(rows: list[dict], profiles: dict | None = None, **overrides) -> pl.DataFrame:

@@ -14,7 +14,7 @@ from cardhours.config import (
     load_config,
     parse_config,
 )
-from tests.unit.config_cases import FIXTURES, NG1, PROM, drop, example, put
+from tests.unit.config_cases import EXAMPLE, FIXTURES, NG1, PROM, drop, example, put
 
 
 def test_example_config_validates() -> None:
@@ -27,8 +27,13 @@ def test_example_config_validates() -> None:
 
 
 def test_example_flags_are_the_defaults() -> None:
-    # The example says "defaults shown": keep it true.
+    # The example says "defaults shown": keep it true, for every threshold.
     assert load_config(EXAMPLE_CONFIG).flags == FlagsConfig()
+    assert list(EXAMPLE["flags"]) == list(FlagsConfig.model_fields)
+
+
+def test_every_threshold_is_described() -> None:
+    assert [name for name, field in FlagsConfig.model_fields.items() if not field.description] == []
 
 
 def test_every_model_forbids_unknown_keys_and_is_frozen() -> None:

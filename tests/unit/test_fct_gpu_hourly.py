@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -11,7 +10,6 @@ import pytest
 from transforms.fct_gpu_hourly import SCHEMA, fct_gpu_hourly
 from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
 from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
-from warehouse import connect
 
 DAY = (datetime(2024, 3, 10), datetime(2024, 3, 11))
 T0 = datetime(2024, 3, 10, 10)
@@ -121,17 +119,6 @@ def test_mig_instances_get_fractions_and_samples_by_profile_rank() -> None:
     assert out.get_column("n_samples").to_list() == [30, 20, 10]
     assert out.get_column("allocated_seconds").sum() == pytest.approx(3600 * 3 / 7)
     assert out.get_column("allocation_basis").unique().to_list() == ["host_spread"]
-
-
-def test_migration_matches_schema(tmp_path: Path) -> None:
-    types = {pl.String(): "VARCHAR", pl.Int16(): "SMALLINT", pl.Int64(): "BIGINT", pl.Float64(): "DOUBLE",
-             pl.Date(): "DATE", pl.Datetime("us"): "TIMESTAMP"}
-    with connect(tmp_path / "wh.duckdb") as conn:
-        columns = conn.execute(
-            "SELECT column_name, data_type FROM information_schema.columns "
-            "WHERE table_schema = 'marts' AND table_name = 'fct_gpu_hourly' ORDER BY ordinal_position"
-        ).fetchall()
-    assert columns == [(name, types[dtype]) for name, dtype in SCHEMA.items()]
 
 
 def test_labelled_runs_are_placed_on_the_gpus_they_held() -> None:

@@ -8,14 +8,6 @@ import pytest
 from cardhours.config.policy import FlagsConfig
 from tests.unit.fct_job_flags_cases import flags, usage_row
 from transforms.fct_job_flags import SCHEMA
-from transforms.flag_rules import Thresholds
-
-
-def test_thresholds_name_a_missing_key() -> None:
-    values = FlagsConfig().model_dump()
-    del values["oversized_headroom"]
-    with pytest.raises(KeyError, match="oversized_headroom"):
-        Thresholds.from_mapping(values)
 
 
 @pytest.mark.parametrize(("overrides", "key"), [

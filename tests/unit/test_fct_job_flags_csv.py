@@ -10,19 +10,15 @@ from pathlib import Path
 import polars as pl
 
 from cardhours.config.policy import FlagsConfig
-from reports.flagged_jobs_csv import COLUMNS, REASON_ORDER, SEVERITY_RANK, flagged_jobs_csv
+from cardhours.contracts.flags import FLAG_REASONS, REASONS
+from reports.flagged_jobs_csv import COLUMNS, flagged_jobs_csv
 from tests.unit.fct_job_flags_cases import flags, usage_row
 from transforms.fct_job_flags import SCHEMA as FLAGS_SCHEMA
-from transforms.flag_rules import REASONS, SEVERITIES
 from transforms.mart_user_monthly import SCHEMA as USER_SCHEMA
 
 
 def parsed(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
-
-
-def test_the_csv_orders_codes_as_the_rules_do() -> None:
-    assert REASON_ORDER == REASONS and tuple(SEVERITY_RANK) == SEVERITIES
 
 
 def test_header_only_when_nothing_is_flagged() -> None:
@@ -88,3 +84,29 @@ def test_docs_describe_every_rule_with_its_config_keys() -> None:
         assert f"| {reason} |" in section, reason
     for key in FlagsConfig.model_fields:
         assert f"`{key}`" in section or f"flags.{key}" in _doc_section("marts.mart_user_monthly"), key
+
+
+def test_docs_give_each_rule_its_registered_severity() -> None:
+    rules = _doc_section("marts.fct_job_flags").split("\n### The rules\n", 1)[1]
+    rows = re.findall(r"^\| ([A-Z_]+)[^|]*\|[^|]*\| ([a-z /]+) \|", rules, flags=re.MULTILINE)
+    assert {code: tuple(severity.split(" / ")) for code, severity in rows} == {
+        reason.code: reason.severities for reason in FLAG_REASONS
+    }
+
+
+def _same(text: str, default: object) -> bool:
+    """A default as docs/marts.md writes it: ``0.80``, ``24``, ``false``, ``"debug"``."""
+    if isinstance(default, bool):
+        return text == str(default).lower()
+    if isinstance(default, str):
+        return text == f'"{default}"'
+    return float(text) == default
+
+
+def test_docs_quote_the_declared_defaults() -> None:
+    text = _doc_section("marts.fct_job_flags") + _doc_section("marts.mart_user_monthly")
+    quoted = re.findall(r"`(?:flags\.)?([a-z_]+)`(?: = | \(default |\s\()([0-9.]+|true|false|\"[a-z]+\")", text)
+    defaults = FlagsConfig().model_dump()
+    shown = [(key, value) for key, value in quoted if key in defaults]
+    assert {key for key, _ in shown} == set(defaults)
+    assert [(key, value) for key, value in shown if not _same(value, defaults[key])] == []

@@ -1,18 +1,14 @@
-"""fct_job_usage: derived measures, the utilization signal, departments, and the schema against the DDL."""
+"""fct_job_usage: derived measures, the utilization signal, departments and the output schema."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import polars as pl
 import pytest
 
 from tests.unit.fct_job_usage_cases import fct, hour, job, sm
-from transforms import fct_job_usage as fct_module
-from transforms import mart_department_monthly, stg_dcgm__gpu_hourly, stg_slurm__jobs
 from transforms.fct_job_usage import SCHEMA
-from warehouse import connect
 
 
 def test_derived_measures() -> None:
@@ -76,32 +72,3 @@ def test_departments_and_mig_models() -> None:
 def test_output_schema_is_exact() -> None:
     assert fct([job("9", datetime(2024, 3, 10), None)], []).schema == pl.Schema(SCHEMA)
     assert fct([], []).schema == pl.Schema(SCHEMA)
-
-
-# --- the warehouse DDL (0002_staging_marts.sql) matches the SCHEMA constants --------
-SQL_TYPES = {
-    pl.String(): "VARCHAR", pl.Int16(): "SMALLINT", pl.Int32(): "INTEGER", pl.Int64(): "BIGINT",
-    pl.Float64(): "DOUBLE", pl.Boolean(): "BOOLEAN", pl.Date(): "DATE", pl.Datetime("us"): "TIMESTAMP",
-    pl.List(pl.String()): "VARCHAR[]",
-}
-
-
-@pytest.mark.parametrize(
-    ("table", "schema", "partition_column"),
-    [
-        ("staging.stg_slurm__jobs", stg_slurm__jobs.SCHEMA, [("month", "DATE")]),
-        ("staging.stg_dcgm__gpu_hourly", stg_dcgm__gpu_hourly.SCHEMA, [("day", "DATE")]),
-        ("marts.fct_job_usage", fct_module.SCHEMA, []),
-        ("marts.mart_department_monthly", mart_department_monthly.SCHEMA, []),
-    ],
-)
-def test_migration_matches_schema(tmp_path: Path, table: str, schema: dict, partition_column: list) -> None:
-    schema_name, table_name = table.split(".")
-    with connect(tmp_path / "wh.duckdb") as conn:
-        columns = conn.execute(
-            "SELECT column_name, data_type FROM information_schema.columns "
-            "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
-            [schema_name, table_name],
-        ).fetchall()
-    # Writes go by column name, so a column a later migration appended may sit after the partition column.
-    assert sorted(columns) == sorted([(name, SQL_TYPES[dtype]) for name, dtype in schema.items()] + partition_column)

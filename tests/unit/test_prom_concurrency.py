@@ -5,11 +5,12 @@ import socket
 
 import pytest
 
+from cardhours.config import EXAMPLE_CONFIG
 from cardhours.config.cluster import PrometheusConfig
 from cardhours.sources.prometheus import concurrency
 from cardhours.sources.prometheus.concurrency import REMOTE_DEFAULT, on_this_machine, parallel_requests
 from cardhours.sources.prometheus.source import PrometheusMetricsSource
-from pipelines.prometheus_resource import PrometheusResource
+from pipelines.resources import CardhoursResource
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.3.4.5", "::1", "[::1]", "localhost", "LocalHost", "prom.localhost"])
@@ -48,14 +49,21 @@ def test_usable_cpus_is_the_affinity_mask():
     assert 1 <= concurrency.usable_cpus() <= (concurrency.os.cpu_count() or 1)
 
 
-def test_the_source_and_resource_use_the_resolved_number(monkeypatch):
+def test_the_source_uses_the_resolved_number(monkeypatch):
     monkeypatch.setattr(concurrency, "usable_cpus", lambda: 2)
     local = PrometheusMetricsSource(PrometheusConfig(url="http://127.0.0.1:1"))
     remote = PrometheusMetricsSource(PrometheusConfig(url="http://192.0.2.7:9090"))
     pinned = PrometheusMetricsSource(PrometheusConfig(url="http://127.0.0.1:1", max_parallel_requests=3))
     assert (local.parallel_requests, remote.parallel_requests, pinned.parallel_requests) == (2, 4, 3)
-    assert PrometheusResource(url="http://127.0.0.1:1").source().parallel_requests == 2
-    assert PrometheusResource(url="http://127.0.0.1:1", max_parallel_requests=5).source().parallel_requests == 5
+
+
+def test_the_dagster_resource_builds_the_configured_prometheus_source(monkeypatch):
+    monkeypatch.setattr(concurrency, "usable_cpus", lambda: 2)  # the configured number is not capped
+    resource = CardhoursResource(config_path=str(EXAMPLE_CONFIG))
+    source = resource.metrics_source("alpha")
+    assert isinstance(source, PrometheusMetricsSource)
+    assert source.config == resource.config.cluster("alpha").prometheus
+    assert source.parallel_requests == 4  # the example's max_parallel_requests
 
 
 def test_config_rejects_zero():

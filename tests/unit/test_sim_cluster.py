@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from cardhours import hostlist
-from cardhours.config import load_config
+from cardhours.config import FlagsConfig, load_config
 from cardhours.simulate.cluster import (
     INVENTORY_SCHEMA,
     MIG_LAYOUT,
@@ -153,5 +154,8 @@ def test_written_config_loads_and_leaves_one_account_unmapped(tmp_path: Path) ->
     assert set(config.org.divisions) == {"research", "product"} and 4 <= len(config.org.departments) <= 6
     assert config.rates.gpu_hour == {"H100": 2.50, "H200": 3.20, "A100": 1.40}
     assert 0 < sum(config.quotas.departments.values()) <= 128
+    assert config.flags == FlagsConfig()
+    written = tomllib.loads((tmp_path / "cardhours.toml").read_text())["flags"]
+    assert list(written) == list(FlagsConfig.model_fields)  # every threshold shown, to adjust
     hosts = set(config.cluster("sim").hostnames())
     assert hosts == {n.hostname for n in cluster.nodes}

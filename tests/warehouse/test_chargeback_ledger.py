@@ -130,21 +130,3 @@ def test_close_command_exit_codes_and_messages(site: Path) -> None:
     again = _close(site, "2026-08")
     assert again.exit_code == 0 and "already closed" in again.output and "ledger unchanged" in again.output
     assert set(pl.read_csv(folder / "chargeback_focus.csv", infer_schema=False)["InvoiceId"]) == {"cardhours-2026-08"}
-
-
-def test_migration_tables_match_the_transform_schemas(tmp_path: Path) -> None:
-    from transforms import fct_chargeback_focus, fct_chargeback_jobs, mart_chargeback_reconciliation
-
-    with connect(tmp_path / "w.duckdb") as conn:
-        def columns(table: str) -> list[str]:
-            schema, name = table.split(".")
-            return [r[0] for r in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
-                "ORDER BY ordinal_position", [schema, name]).fetchall()]
-
-        assert columns("marts.fct_chargeback_focus") == list(fct_chargeback_focus.SCHEMA)
-        frozen = ["closed_at", "ledger_seq", "row_hash"]  # the close's time, the row's place and hash in the chain
-        assert columns("marts.chargeback_ledger") == [*fct_chargeback_focus.SCHEMA, *frozen]
-        assert columns("marts.fct_chargeback_jobs") == list(fct_chargeback_jobs.SCHEMA)
-        assert columns("marts.chargeback_ledger_jobs") == [*fct_chargeback_jobs.SCHEMA, *frozen]
-        assert columns("marts.mart_chargeback_reconciliation") == list(mart_chargeback_reconciliation.SCHEMA)

@@ -7,10 +7,8 @@ from importlib import resources
 from pathlib import Path
 
 import duckdb
-import polars as pl
 import pytest
 
-from cardhours.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
 from warehouse import (
     MigrationChecksumError,
     MigrationError,
@@ -19,17 +17,6 @@ from warehouse import (
     discover_migrations,
     migrate,
 )
-
-SQL_TYPES = {
-    pl.String(): "VARCHAR",
-    pl.Int16(): "SMALLINT",
-    pl.Int64(): "BIGINT",
-    pl.Date(): "DATE",
-    pl.Datetime("us"): "TIMESTAMP",
-    pl.Float64(): "DOUBLE",
-    pl.Binary(): "BLOB",
-}
-
 
 def columns(conn: duckdb.DuckDBPyConnection, schema: str, table: str) -> list[tuple[str, str]]:
     return conn.execute(
@@ -59,21 +46,6 @@ def test_connect_creates_parent_dirs_and_applies_shipped_migrations(tmp_path: Pa
         assert versions(conn) == [m.version for m in discover_migrations()]  # every shipped file
         assert conn.execute("SELECT current_setting('TimeZone')").fetchone() == ("UTC",)
     assert path.is_file()
-
-
-@pytest.mark.parametrize(
-    ("table", "contract"),
-    [
-        ("dcgm_samples", RAW_SAMPLE_SCHEMA),
-        ("slurm_sacct", RAW_SACCT_SCHEMA),
-        ("quarantine", QUARANTINE_SCHEMA),
-    ],
-)
-def test_raw_tables_match_the_schema_contract(
-    conn: duckdb.DuckDBPyConnection, table: str, contract: dict[str, pl.DataType]
-) -> None:
-    expected = [(name, SQL_TYPES[dtype]) for name, dtype in contract.items()]
-    assert columns(conn, "raw", table) == expected
 
 
 def test_partition_writes_is_keyed_by_table_and_partition(conn: duckdb.DuckDBPyConnection) -> None:

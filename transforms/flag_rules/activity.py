@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from transforms.flag_rules import Thresholds, emit, gib, judged, pct
+from transforms.flag_rules import Rule, Thresholds, emit, gib, judged, pct
 
 IDLE = pl.col("idle_gpu_hours")
 
@@ -30,10 +30,7 @@ def zero_util(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
         pl.col("utilization_signal"), pct("utilization", 2), pl.col("gpu_hours").round(2),
         pl.col("zero_util_gpu_hours").round(2),
     )
-    return emit(
-        jobs.filter(is_zero_util(t)), "ZERO_UTIL", "high", detail,
-        "The GPUs did no work: cancel idle jobs and check that the code really runs on the GPU.", IDLE,
-    )
+    return emit(jobs.filter(is_zero_util(t)), "ZERO_UTIL", detail, IDLE)
 
 
 def is_memory_bound(t: Thresholds) -> pl.Expr:
@@ -58,11 +55,7 @@ def low_util(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
         IDLE.round(2),
     )
     severity = pl.when(high).then(pl.lit("high")).otherwise(pl.lit("medium"))
-    return emit(
-        jobs.filter(rule), "LOW_UTIL", severity, detail,
-        "Request fewer GPUs or a smaller share, or give each GPU more work (larger batches, more tasks per GPU).",
-        IDLE,
-    )
+    return emit(jobs.filter(rule), "LOW_UTIL", detail, IDLE, severity=severity)
 
 
 def memory_held_idle(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
@@ -78,8 +71,7 @@ def memory_held_idle(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
         gib("mean_fb_used_mib"), gib("card_memory_mib"), pct("held_fraction"), gib("peak_fb_used_mib"),
         pl.col("utilization_signal"), pct("utilization", 2),
     )
-    return emit(jobs.filter(rule), "MEMORY_HELD_IDLE", "high", detail,
-                "Release GPUs when idle, or use a smaller share.", IDLE)
+    return emit(jobs.filter(rule), "MEMORY_HELD_IDLE", detail, IDLE)
 
 
 def is_busy_engine_idle_sms(t: Thresholds) -> pl.Expr:
@@ -99,12 +91,7 @@ def busy_engine_idle_sms(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
         "SM active {}% while GPU_UTIL reads {}% and GR_ENGINE_ACTIVE {}%",
         pct("mean_sm_active", 2), pct("mean_gpu_util"), pct("mean_gr_engine_active"),
     )
-    return emit(
-        jobs.filter(rule), "BUSY_ENGINE_IDLE_SMS", "medium", detail,
-        "The GPU looks busy but does almost no work: tiny kernels or serial code. "
-        "Batch the work into larger kernels, or run it on CPUs.",
-        IDLE,
-    )
+    return emit(jobs.filter(rule), "BUSY_ENGINE_IDLE_SMS", detail, IDLE)
 
 
 def input_bound(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
@@ -127,9 +114,7 @@ def input_bound(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
         "compute bursts between idle gaps, steady in {}% of the measured samples",
         pct(engine), pct(sm), pct(sm_per_engine, 0), pct("steady_share", 0),
     )
-    return emit(
-        jobs.filter(rule), "INPUT_BOUND", "medium", detail,
-        "The GPU waits for input between bursts: check the data loader / CPU count "
-        "(more loader workers and CPU cores, pinned memory, faster storage).",
-        IDLE,
-    )
+    return emit(jobs.filter(rule), "INPUT_BOUND", detail, IDLE)
+
+
+RULES: tuple[Rule, ...] = (zero_util, low_util, memory_held_idle, busy_engine_idle_sms, input_bound)

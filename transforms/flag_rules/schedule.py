@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from transforms.flag_rules import Thresholds, emit, num
+from transforms.flag_rules import Rule, Thresholds, emit, num
 from transforms.flag_rules.activity import is_busy_engine_idle_sms, is_zero_util
 
 
@@ -25,12 +25,7 @@ def idle_tail(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
         "the last {} h before the job ended were at zero activity on all its GPUs ({} GPU-hours)",
         num(tail, 1), num(wasted, 2),
     )
-    return emit(
-        jobs.filter(rule), "IDLE_TAIL", "medium", detail,
-        "End the job when its work is done: look for waits after the last step "
-        "(sleep, hung process, interactive session left open) and set a tighter time limit.",
-        wasted,
-    )
+    return emit(jobs.filter(rule), "IDLE_TAIL", detail, wasted)
 
 
 def _over_concurrency(debug: pl.DataFrame, limit: int) -> pl.DataFrame:
@@ -75,8 +70,7 @@ def debug_over_limit(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     over_hours = pl.when(pl.col("_long")).then(
         pl.min_horizontal((pl.col("run_seconds") - limit_s) / 3600.0 * pl.col("gpus"), pl.col("gpu_hours"))
     ).otherwise(0.0)
-    return emit(
-        frame, "DEBUG_OVER_LIMIT", "medium", detail,
-        "Use the debug partition for short tests, a few at a time; run long or many jobs in the regular partitions.",
-        over_hours,
-    )
+    return emit(frame, "DEBUG_OVER_LIMIT", detail, over_hours)
+
+
+RULES: tuple[Rule, ...] = (idle_tail, debug_over_limit)

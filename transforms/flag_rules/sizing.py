@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from transforms.flag_rules import Thresholds, emit, gib, judged, pct
+from transforms.flag_rules import Rule, Thresholds, emit, gib, judged, pct
 from transforms.flag_rules.activity import is_zero_util
 
 MIG_COMPUTE_SLICES = 7
@@ -67,7 +67,7 @@ def oversized(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     )
     recommendation = pl.format("Would fit a MIG slice: request {} instead of a whole GPU.", pl.col("_profile"))
     wasted = pl.col("gpu_hours") * (1.0 - pl.col("_slices") / MIG_COMPUTE_SLICES)
-    return emit(candidates, "OVERSIZED", "low", detail, recommendation, wasted)
+    return emit(candidates, "OVERSIZED", detail, wasted, recommendation=recommendation)
 
 
 def _slices_of_profile() -> pl.Expr:
@@ -107,7 +107,7 @@ def oversized_mig(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     recommendation = pl.format("Would fit a smaller MIG slice: request a {}g profile instead of {}.",
                                pl.col("_slices"), pl.col("mig_profile"))
     wasted = pl.col("gpu_hours") * (1.0 - pl.col("_slices") / pl.col("_current"))
-    return emit(candidates, "OVERSIZED", "low", detail, recommendation, wasted)
+    return emit(candidates, "OVERSIZED", detail, wasted, recommendation=recommendation)
 
 
 def multinode_fragmented(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
@@ -119,9 +119,7 @@ def multinode_fragmented(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
         "{} GPUs spread over {} hosts; {} host(s) of {} GPUs would hold them",
         pl.col("gpus").round(0).cast(pl.Int64), pl.col("n_hosts"), needed.cast(pl.Int64), pl.col("gpus_per_node"),
     )
-    return emit(
-        jobs.filter(rule), "MULTINODE_FRAGMENTED", "low", detail,
-        "Prefer one host / NVLink domain: ask for whole nodes (e.g. --nodes=1 --gpus-per-node=N) "
-        "so the GPUs talk over NVLink instead of the network.",
-        pl.lit(0.0),
-    )
+    return emit(jobs.filter(rule), "MULTINODE_FRAGMENTED", detail, pl.lit(0.0))
+
+
+RULES: tuple[Rule, ...] = (oversized, oversized_mig, multinode_fragmented)

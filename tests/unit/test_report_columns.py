@@ -1,0 +1,50 @@
+"""The columns the review reads (the subsets in reports/data.py) against the marts that feed them.
+
+Reports do not import the transforms, so each subset is checked here against the SCHEMA
+constant of its mart (pipelines/assets/reports.py READS): a renamed or retyped mart column
+fails this test instead of a review build.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from reports import data
+from transforms import (
+    fct_gpu_hourly,
+    fct_job_flags,
+    fct_job_usage,
+    mart_cluster_monthly,
+    mart_department_monthly,
+    mart_user_monthly,
+)
+
+SUBSETS = {
+    "CLUSTER_SCHEMA": mart_cluster_monthly.SCHEMA,
+    "DEPARTMENT_SCHEMA": mart_department_monthly.SCHEMA,
+    "JOB_SCHEMA": fct_job_usage.SCHEMA,
+    "OPTIONAL_JOB_COLUMNS": fct_job_usage.SCHEMA,
+    "RUN_SCHEMA": fct_job_usage.SCHEMA,
+    "HOURLY_SCHEMA": fct_gpu_hourly.SCHEMA,  # summed per cluster and hour
+    "MODEL_HOUR_SCHEMA": fct_gpu_hourly.SCHEMA,  # summed per model label and hour
+    "FLAG_SCHEMA": fct_job_flags.SCHEMA,
+    "USER_SCHEMA": mart_user_monthly.SCHEMA,
+}
+
+
+def _as_read(mart: pl.DataType, report: pl.DataType) -> bool:
+    """The report reads the mart's type, or a whole-number count as Float64 (``conform`` casts)."""
+    return mart == report or (mart.is_integer() and report == pl.Float64())
+
+
+@pytest.mark.parametrize("name", SUBSETS)
+def test_the_review_reads_columns_the_mart_has(name: str) -> None:
+    subset, mart = pl.Schema(getattr(data, name)), pl.Schema(SUBSETS[name])
+    assert [column for column in subset if column not in mart] == []
+    assert [(column, mart[column], dtype) for column, dtype in subset.items() if not _as_read(mart[column], dtype)] == []
+
+
+def test_every_subset_is_checked() -> None:
+    subsets = {name for name, value in vars(data).items() if name.isupper() and isinstance(value, dict)}
+    assert subsets - {"SEGMENT_SCHEMA"} == set(SUBSETS)  # SEGMENT_SCHEMA: the price segments, not a mart
