@@ -15,7 +15,7 @@ from dagster import materialize
 from cardhours.config import EXAMPLE_CONFIG
 from pipelines.assets.reports import read_review_frames, review_html
 from pipelines.resources import CardhoursResource
-from reports.html import esc
+from markupsafe import escape as esc
 from reports.paths import department_file_name
 from tests.unit.reports_frames import (
     EVIL_DEPT, EVIL_JOB, MONTH, PREVIOUS, clusters_frame, departments_frame, flags_frame, jobs_frame,
