@@ -8,6 +8,7 @@ from datetime import datetime
 
 import polars as pl
 import pytest
+from markupsafe import escape as esc
 
 from reports.costs import base_model, price_key, undated_segments, unpriced_models, with_job_costs
 from reports.data import hours_in_month, previous_month
@@ -22,7 +23,6 @@ from tests.unit.reports_frames import (
     EVIL_CLUSTER, EVIL_DEPT, EVIL_JOB, EVIL_USER, MONTH, PREVIOUS, SETTINGS, clusters_frame, department_row,
     flags_frame, job, jobs_frame, make_inputs, table_row,
 )  # fmt: skip
-from markupsafe import escape as esc
 
 
 def headline(inputs=None) -> str:
