@@ -95,3 +95,16 @@ def test_every_packaged_template_ships_as_package_data() -> None:
     assert len(files) >= 30
     unshipped = [f for f in files if not any(fnmatch.fnmatch(f, g) and f.count("/") == g.count("/") for g in globs)]
     assert unshipped == []
+
+
+def test_the_documented_example_renders(tmp_path: Path) -> None:
+    docs = (ROOT / "docs" / "reports.md").read_text(encoding="utf-8")
+    header = re.search(r"`report-templates/header\.html`:\n\n```jinja\n(.*?)```", docs, flags=re.S).group(1)
+    page = render_review(with_site(site(tmp_path, header_html=header)))
+    assert '<p class="logo"><strong>ACME Research Computing</strong> GPU service</p><h1>' in page
+
+
+def test_every_section_template_lists_its_values() -> None:
+    bodies = sorted([*TEMPLATES.glob("sections/*.html"), *TEMPLATES.glob("department/*.html")])
+    assert len(bodies) == 26
+    assert [p.name for p in bodies if not p.read_text(encoding="utf-8").startswith("{#- Values: ")] == []
