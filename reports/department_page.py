@@ -43,15 +43,16 @@ def summary_section(mine: ReviewInputs) -> Section:
     columns = [c for c in department_columns(mine, currency, linked=False) if c.key not in ("division", "department")]
     if not mine.multi_cluster:
         columns = [Column("cluster", "cluster")] + columns
-    return Section("summary", "This month", "department/summary.html", {"table": table(department_rows(mine), columns)})
+    values = {"table": table(department_rows(mine), columns)}
+    return Section("summary", "This month", "department/summary.html", values)
 
 
 def department_quota_section(mine: ReviewInputs, department: str) -> Section:
     if mine.settings.quotas is None:
         return Section("quota", "Quota against use", "department/quota.html", {"table": None})
     rows = quota_frame(mine).filter(pl.col("department") == department)
-    return Section("quota", "Quota against use", "department/quota.html", {"table": table(rows, QUOTA_COLUMNS[1:])},
-                   "compact")  # fmt: skip
+    values = {"table": table(rows, QUOTA_COLUMNS[1:])}
+    return Section("quota", "Quota against use", "department/quota.html", values, "compact")
 
 
 def department_trend(departments: pl.DataFrame) -> pl.DataFrame:
@@ -76,35 +77,39 @@ def trend_section(mine: ReviewInputs) -> Section:
     trend = department_trend(mine.departments)
     values = {"chart": None}
     if not trend.is_empty():
-        values = {"chart": figure_html(monthly_hours_figure(trend), "fig-department-trend"),
-                  "table": table(trend, TREND_COLUMNS)}  # fmt: skip
+        chart = figure_html(monthly_hours_figure(trend), "fig-department-trend")
+        values = {"chart": chart, "table": table(trend, TREND_COLUMNS)}
     return Section("trend", "Last 12 months", "department/trend.html", values)
 
 
 def department_sections(mine: ReviewInputs, department: str) -> list[Section]:
     users = {"table": user_table(mine, mine.users, with_department=False)}
     flagged = flagged_jobs_values(mine, mine.flags, FLAGGED_ON_PAGE, with_department=False)
+    utilization = utilization_values(mine.jobs, "fig-department-utilization")
+    idle = top_idle_jobs_values(mine, mine.jobs)
     return [
         summary_section(mine),
         department_quota_section(mine, department),
         trend_section(mine),
         Section("users", "Users", "department/users.html", users),
         Section("flagged-jobs", "Flagged jobs by wasted GPU-hours", "sections/flagged_jobs.html", flagged),
-        Section("utilization", "Job utilization, weighted by GPU-hours", "sections/utilization.html",
-                utilization_values(mine.jobs, "fig-department-utilization")),
-        Section("top-idle-jobs", "Jobs by idle GPU-hours", "sections/top_idle_jobs.html",
-                top_idle_jobs_values(mine, mine.jobs)),
+        Section("utilization", "Job utilization, weighted by GPU-hours", "sections/utilization.html", utilization),
+        Section("top-idle-jobs", "Jobs by idle GPU-hours", "sections/top_idle_jobs.html", idle),
         how_to_read_section(mine),
-    ]  # fmt: skip
+    ]
 
 
 def render_department_page(inputs: ReviewInputs, department: str) -> str:
     mine = narrow(inputs, department)
     return render_page(
-        "department.html", department_sections(mine, department), inputs.settings.templates_dir,
-        department=figures.department_label(department), month=f"{inputs.month:%Y-%m}",
-        month_name=f"{inputs.month:%B %Y}", generated_from=inputs.generated_from, review_href=f"../{REVIEW_FILE}",
-    )  # fmt: skip
+        "department.html",
+        department_sections(mine, department),
+        inputs.settings.templates_dir,
+        department=figures.department_label(department),
+        month=inputs.month,
+        generated_from=inputs.generated_from,
+        review_href=f"../{REVIEW_FILE}",
+    )
 
 
 def render_department_pages(inputs: ReviewInputs) -> dict[str, str]:

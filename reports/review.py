@@ -77,6 +77,10 @@ def render_review(
             raise TypeError(f"extra_sections must be reports.html.Section, got {type(extra).__name__}")
     sections = render_sections(inputs, blocks) + list(extra_sections) + render_sections(inputs, closing)
     return render_page(
-        "review.html", sections, inputs.settings.templates_dir, month=f"{inputs.month:%Y-%m}",
-        month_name=f"{inputs.month:%B %Y}", clusters=inputs.cluster_names, generated_from=inputs.generated_from,
-    )  # fmt: skip
+        "review.html",
+        sections,
+        inputs.settings.templates_dir,
+        month=inputs.month,
+        clusters=inputs.cluster_names,
+        generated_from=inputs.generated_from,
+    )

@@ -64,6 +64,7 @@ def trends_section(inputs: ReviewInputs) -> Section:
             "shares": figure_html(monthly_shares_figure(cluster_shares(inputs.clusters)), "fig-trend-shares"),
             "hours": figure_html(monthly_hours_figure(totals), "fig-trend-hours"),
             "table": table(totals, trend_columns(inputs.settings.currency or "currency")),
-            "months": totals.height, "month": f"{inputs.month:%Y-%m}",
-        }  # fmt: skip
+            "months": totals.height,
+            "month": f"{inputs.month:%Y-%m}",
+        }
     return Section("trends", "Trends over the last 12 months", "sections/trends.html", values)

@@ -46,9 +46,8 @@ def department_index_section(inputs: ReviewInputs) -> Section | None:
     names = sorted(set(department_rows(inputs)["department"].drop_nulls()))
     if not names:
         return None
-    pages = [_page_link(name) for name in names]
-    return Section("department-index", "Department pages", "sections/department_index.html", {"pages": pages},
-                   "compact")  # fmt: skip
+    values = {"pages": [_page_link(name) for name in names]}
+    return Section("department-index", "Department pages", "sections/department_index.html", values, "compact")
 
 
 def department_columns(inputs: ReviewInputs, currency: str, linked: bool = True) -> list[Column]:
@@ -124,18 +123,22 @@ def quota_section(inputs: ReviewInputs) -> Section:
     promised = sum(inputs.settings.quotas.values())
     capacity = capacity_gpus(inputs)
     values = {
-        "promised": f"{promised:,.1f}", "capacity": f"{capacity:,.1f}",
+        "promised": f"{promised:,.1f}",
+        "capacity": f"{capacity:,.1f}",
         "ratio": f"{promised / capacity:.2f}" if capacity > 0 else "n/a",
-        "allowed": f"{inputs.settings.overcommit_ratio:.2f}", "table": table(quota_frame(inputs), QUOTA_COLUMNS),
-    }  # fmt: skip
+        "allowed": f"{inputs.settings.overcommit_ratio:.2f}",
+        "table": table(quota_frame(inputs), QUOTA_COLUMNS),
+    }
     return Section("quotas", "Quota against use", "sections/quotas.html", values)
 
 
 def low_efficiency_rule(inputs: ReviewInputs) -> dict:
     """The low-efficiency thresholds as the pages show them."""
     s = inputs.settings
-    return {"min_gpu_hours": f"{s.low_efficiency_gpu_hours:,.0f}",
-            "max_utilization": f"{s.low_efficiency_utilization * 100:.0f}"}  # fmt: skip
+    return {
+        "min_gpu_hours": f"{s.low_efficiency_gpu_hours:,.0f}",
+        "max_utilization": f"{s.low_efficiency_utilization * 100:.0f}",
+    }
 
 
 def low_efficiency_frame(inputs: ReviewInputs) -> pl.DataFrame:

@@ -67,8 +67,9 @@ def flagged_jobs_values(inputs: ReviewInputs, flags: pl.DataFrame, limit: int, w
 
 
 def top_flagged_jobs_section(inputs: ReviewInputs) -> Section:
-    return Section("top-flagged-jobs", f"Top {TOP_FLAGGED} flagged jobs by wasted GPU-hours",
-                   "sections/flagged_jobs.html", flagged_jobs_values(inputs, inputs.flags, TOP_FLAGGED))  # fmt: skip
+    values = flagged_jobs_values(inputs, inputs.flags, TOP_FLAGGED)
+    title = f"Top {TOP_FLAGGED} flagged jobs by wasted GPU-hours"
+    return Section("top-flagged-jobs", title, "sections/flagged_jobs.html", values)
 
 
 def user_columns(inputs: ReviewInputs, with_department: bool = True) -> list[Column]:
@@ -102,8 +103,8 @@ def with_notes(users: pl.DataFrame) -> pl.DataFrame:
 def top_users_section(inputs: ReviewInputs) -> Section:
     users = with_notes(inputs.users).filter(pl.col("wasted_gpu_hours").fill_null(0) > 0)
     rows = users.sort(["wasted_gpu_hours", "cluster", "user_name"], descending=[True, False, False]).head(TOP_USERS)
-    return Section("top-users", f"Top {TOP_USERS} users by wasted GPU-hours", "sections/top_users.html",
-                   {"table": table(rows, user_columns(inputs))})  # fmt: skip
+    values = {"table": table(rows, user_columns(inputs))}
+    return Section("top-users", f"Top {TOP_USERS} users by wasted GPU-hours", "sections/top_users.html", values)
 
 
 def user_table(inputs: ReviewInputs, users: pl.DataFrame, with_department: bool = True):

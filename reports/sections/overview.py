@@ -26,10 +26,11 @@ def no_jobs_section(inputs: ReviewInputs) -> Section | None:
 
 def department_chart_section(inputs: ReviewInputs) -> Section:
     departments = inputs.this_month(inputs.departments)
-    chart = None if departments.is_empty() else figure_html(figures.department_hours_figure(departments),
-                                                            "fig-department-hours")  # fmt: skip
-    return Section("department-chart", "GPU-hours per department: active and idle",
-                   "sections/department_chart.html", {"chart": chart})  # fmt: skip
+    chart = None
+    if not departments.is_empty():
+        chart = figure_html(figures.department_hours_figure(departments), "fig-department-hours")
+    title = "GPU-hours per department: active and idle"
+    return Section("department-chart", title, "sections/department_chart.html", {"chart": chart})
 
 
 def utilization_values(jobs: pl.DataFrame, div_id: str) -> dict:
@@ -39,13 +40,17 @@ def utilization_values(jobs: pl.DataFrame, div_id: str) -> dict:
         return {"jobs": None}
     unknown = jobs.filter(pl.col("utilization").is_null())
     chart = None if unknown.height == jobs.height else figure_html(figures.utilization_histogram_figure(jobs), div_id)
-    return {"chart": chart, "jobs": f"{jobs.height:,}", "unmeasured": f"{unknown.height:,}",
-            "unmeasured_gpu_hours": fmt_hours(unknown["gpu_hours"].sum())}  # fmt: skip
+    return {
+        "chart": chart,
+        "jobs": f"{jobs.height:,}",
+        "unmeasured": f"{unknown.height:,}",
+        "unmeasured_gpu_hours": fmt_hours(unknown["gpu_hours"].sum()),
+    }
 
 
 def utilization_section(inputs: ReviewInputs) -> Section:
-    return Section("utilization", "Job utilization, weighted by GPU-hours", "sections/utilization.html",
-                   utilization_values(inputs.jobs, "fig-utilization"))  # fmt: skip
+    values = utilization_values(inputs.jobs, "fig-utilization")
+    return Section("utilization", "Job utilization, weighted by GPU-hours", "sections/utilization.html", values)
 
 
 def _needs_mapping(row: dict) -> str | None:
@@ -79,8 +84,8 @@ def top_idle_jobs_values(inputs: ReviewInputs, jobs: pl.DataFrame) -> dict:
 
 
 def top_idle_jobs_section(inputs: ReviewInputs) -> Section:
-    return Section("top-idle-jobs", f"Top {TOP_JOBS} jobs by idle GPU-hours", "sections/top_idle_jobs.html",
-                   top_idle_jobs_values(inputs, inputs.jobs))  # fmt: skip
+    values = top_idle_jobs_values(inputs, inputs.jobs)
+    return Section("top-idle-jobs", f"Top {TOP_JOBS} jobs by idle GPU-hours", "sections/top_idle_jobs.html", values)
 
 
 def coverage_frame(inputs: ReviewInputs) -> pl.DataFrame:
@@ -117,5 +122,5 @@ def coverage_section(inputs: ReviewInputs) -> Section:
 
 
 def how_to_read_section(inputs: ReviewInputs) -> Section:
-    return Section("how-to-read", "How to read this", "sections/how_to_read.html",
-                   {"unmapped": figures.UNMAPPED}, "compact note")  # fmt: skip
+    values = {"unmapped": figures.UNMAPPED}
+    return Section("how-to-read", "How to read this", "sections/how_to_read.html", values, "compact note")

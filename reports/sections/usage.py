@@ -105,6 +105,8 @@ def models_section(inputs: ReviewInputs) -> Section:
         Column("allocated_share", "allocated (% of capacity)", fmt_pct, True),
     ]
     frame = model_frame(inputs)
-    values = {"table": table(frame, _columns(inputs, capacity)),
-              "unpriced": unpriced_models(frame["gpu_model"].to_list(), inputs.settings.segments)}  # fmt: skip
+    values = {
+        "table": table(frame, _columns(inputs, capacity)),
+        "unpriced": unpriced_models(frame["gpu_model"].to_list(), inputs.settings.segments),
+    }
     return Section("gpu-models", "GPU models", "sections/gpu_models.html", values)

@@ -62,22 +62,42 @@ def test_script_in_job_name_shows_as_text(tmp_path: Path) -> None:
         assert 'a&b"c' in page.text
 
 
-SITE_HEADER = ('{% extends "cardhours/header.html" %}'
-               '{% block logo %}<p class="logo">ACME GPUs: {{ subtitle }}</p>{% endblock %}')  # fmt: skip
+SITE_HEADER = (
+    '{% extends "cardhours/header.html" %}{% block logo %}<p class="logo">ACME GPUs: {{ subtitle }}</p>{% endblock %}'
+)
 
 
 def _extra_sections() -> list:
-    quarantine = pl.DataFrame({"cluster": ["c1"], "source": ["sacct"], "reason": [EVIL], "rows": [2],
-                               "example": [EVIL]})  # fmt: skip
-    runaways = pl.DataFrame({"cluster": ["c1"], "job_id": ["9"], "user_name": [EVIL], "state": ["FAILED"],
-                             "start_time": ["2026-10-01 00:00"], "end_time": ["2026-10-02 00:00"],
-                             "end_inferred_from": ["time_limit"], "gpus": [1.0]})  # fmt: skip
-    closed = pl.DataFrame({"billing_month": [date(2026, 9, 1)], "closed_at": [datetime(2026, 10, 7, 9)],
-                           "accepted_gaps": [EVIL], "gaps": [EVIL], "head_hash": ["a" * 64]})  # fmt: skip
-    queue = pl.DataFrame([{c: None for c in QUEUE_SCHEMA} | {"cluster": "c1", "month": MONTH, "queue": EVIL,
-                                                             "queue_kind": "kueue"}], schema=QUEUE_SCHEMA)  # fmt: skip
-    return [chargeback_section(pl.DataFrame(), pl.DataFrame(), "2026-10", "EUR", closed), kube_queues_section(queue),
-            data_quality_section(quarantine, runaways)]  # fmt: skip
+    quarantine = pl.DataFrame(
+        {"cluster": ["c1"], "source": ["sacct"], "reason": [EVIL], "rows": [2], "example": [EVIL]}
+    )
+    runaways = pl.DataFrame(
+        {
+            "cluster": ["c1"],
+            "job_id": ["9"],
+            "user_name": [EVIL],
+            "state": ["FAILED"],
+            "start_time": ["2026-10-01 00:00"],
+            "end_time": ["2026-10-02 00:00"],
+            "end_inferred_from": ["time_limit"],
+            "gpus": [1.0],
+        }
+    )
+    closed = pl.DataFrame(
+        {
+            "billing_month": [date(2026, 9, 1)],
+            "closed_at": [datetime(2026, 10, 7, 9)],
+            "accepted_gaps": [EVIL],
+            "gaps": [EVIL],
+            "head_hash": ["a" * 64],
+        }
+    )
+    queue_row = {c: None for c in QUEUE_SCHEMA} | {"cluster": "c1", "month": MONTH, "queue": EVIL}
+    return [
+        chargeback_section(pl.DataFrame(), pl.DataFrame(), "2026-10", "EUR", closed),
+        kube_queues_section(pl.DataFrame([queue_row], schema=QUEUE_SCHEMA)),
+        data_quality_section(quarantine, runaways),
+    ]
 
 
 def test_site_template_and_extra_sections_keep_strings_as_text(tmp_path: Path) -> None:
