@@ -1,4 +1,5 @@
-"""The chargeback reconciliation section of the monthly review (pure: frames in, Section out)."""
+"""The chargeback reconciliation section of the monthly review (pure: frames in, Section out;
+markup in ``templates/sections/chargeback.html``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from reports.html import Column, Html, Section, join, paragraph, render_table
+from reports.html import Column, Section, table
 
 CHECK_LABELS = {
     "capacity_balanced": "charged + idle = capacity",
@@ -64,14 +65,12 @@ def chargeback_section(reconciliation: pl.DataFrame, focus: pl.DataFrame, month:
     """``reconciliation``: marts.mart_chargeback_reconciliation rows of the month;
     ``focus``: marts.fct_chargeback_focus rows of the billing month (regular + corrections);
     ``closed``: marts.chargeback_closed_months rows up to the month (closed months, accepted gaps)."""
-    notes = [paragraph(line, class_="note") for line in closed_lines(closed, month)] if closed is not None else []
+    notes = closed_lines(closed, month) if closed is not None else []
+    values: dict = {"month": month, "currency": currency, "notes": notes, "clusters": None}
     if reconciliation.is_empty():
-        body = paragraph(f"No chargeback for {month}: the chargeback assets have not run.", class_="empty")
-        return Section("chargeback", "Chargeback reconciliation", join([*notes, body]))
-    failed = [label for flag, label in CHECK_LABELS.items() if not reconciliation.get_column(flag).all()]
-    verdict = (f"Reconciliation FAILED ({', '.join(failed)}): the export is blocked until fixed." if failed
-               else f"All reconciliation checks pass for {month}; amounts in {currency}.")
-    clusters = render_table(reconciliation, [
+        return Section("chargeback", "Chargeback reconciliation", "sections/chargeback.html", values)
+    values["failed"] = [label for flag, label in CHECK_LABELS.items() if not reconciliation.get_column(flag).all()]
+    values["clusters"] = table(reconciliation, [
         Column("cluster", "Cluster"),
         Column("capacity_gpu_hours", "Capacity (GPU-h)", _hours, numeric=True),
         Column("charged_gpu_hours", "Charged (GPU-h)", _hours, numeric=True),
@@ -82,7 +81,7 @@ def chargeback_section(reconciliation: pl.DataFrame, focus: pl.DataFrame, month:
         Column("job_detail_cost", f"Job detail ({currency})", _money, numeric=True),
         *[Column(flag, label, _ok) for flag, label in CHECK_LABELS.items()],
     ])
-    departments = render_table(_departments(focus), [
+    values["departments"] = table(_departments(focus), [
         Column("cluster", "Cluster"),
         Column("department", "Department (SubAccount)", wrap=True),
         Column("gpu_hours", "Charged GPU-h", _hours, numeric=True),
@@ -90,6 +89,5 @@ def chargeback_section(reconciliation: pl.DataFrame, focus: pl.DataFrame, month:
         Column("idle_cost", f"Idle share ({currency})", _money, numeric=True),
         Column("correction_cost", f"Corrections ({currency})", _money, numeric=True),
         Column("total_cost", f"Total ({currency})", _money, numeric=True),
-    ], empty="No FOCUS rows for this billing month.")
-    body: Html = join([paragraph(verdict, class_="notice" if failed else "note"), *notes, clusters, departments])
-    return Section("chargeback", "Chargeback reconciliation", body)
+    ])
+    return Section("chargeback", "Chargeback reconciliation", "sections/chargeback.html", values)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from types import MappingProxyType
 
 import polars as pl
@@ -110,7 +111,8 @@ class ReviewSettings:
     List prices of one GPU-hour per GPU model (MIG slices are priced by their base model,
     see ``reports.costs``), either ``prices`` (one price for all time) or ``price_segments``
     (dated: ``reports.costs.SEGMENT_SCHEMA``, the chargeback's price segments), not both;
-    ``quotas``: GPUs per department, ``None`` when no quotas are configured.
+    ``quotas``: GPUs per department, ``None`` when no quotas are configured;
+    ``templates_dir``: a site's page templates, which win over the packaged ones (``reports.templating``).
     """
 
     currency: str = ""
@@ -120,6 +122,7 @@ class ReviewSettings:
     overcommit_ratio: float = 1.0
     low_efficiency_gpu_hours: float = 50.0
     low_efficiency_utilization: float = 0.25
+    templates_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if self.prices and self.price_segments is not None:

@@ -12,13 +12,11 @@ import polars as pl
 
 from reports import figures
 from reports.data import ReviewInputs
-from reports.html import (
-    Column, Section, figure_html, fmt_float, fmt_pct, join, link, paragraph, render_page, render_table,
-)  # fmt: skip
+from reports.html import Column, Section, figure_html, fmt_float, fmt_pct, render_page, table
 from reports.paths import REVIEW_FILE, department_file_name
 from reports.sections.departments import QUOTA_COLUMNS, department_columns, department_rows, quota_frame
-from reports.sections.flags import flagged_jobs_table, user_table
-from reports.sections.overview import how_to_read_section, top_idle_jobs_table, utilization_body
+from reports.sections.flags import flagged_jobs_values, user_table
+from reports.sections.overview import how_to_read_section, top_idle_jobs_values, utilization_values
 from reports.time_figures import monthly_hours_figure
 
 FLAGGED_ON_PAGE = 50
@@ -45,16 +43,16 @@ def summary_section(mine: ReviewInputs) -> Section:
     columns = [c for c in department_columns(mine, currency, linked=False) if c.key not in ("division", "department")]
     if not mine.multi_cluster:
         columns = [Column("cluster", "cluster")] + columns
-    return Section("summary", "This month", render_table(department_rows(mine), columns, empty="No usage."))
+    values = {"table": table(department_rows(mine), columns)}
+    return Section("summary", "This month", "department/summary.html", values)
 
 
 def department_quota_section(mine: ReviewInputs, department: str) -> Section:
     if mine.settings.quotas is None:
-        return Section("quota", "Quota against use", paragraph("No quotas are configured.", class_="empty"))
+        return Section("quota", "Quota against use", "department/quota.html", {"table": None})
     rows = quota_frame(mine).filter(pl.col("department") == department)
-    note = paragraph("Use is a month average (GPU-hours / hours in the month); use above the quota is "
-                     "borrowed from other departments' idle quota.", class_="caption")  # fmt: skip
-    return Section("quota", "Quota against use", join([render_table(rows, QUOTA_COLUMNS[1:]), note]), "compact")
+    values = {"table": table(rows, QUOTA_COLUMNS[1:])}
+    return Section("quota", "Quota against use", "department/quota.html", values, "compact")
 
 
 def department_trend(departments: pl.DataFrame) -> pl.DataFrame:
@@ -77,35 +75,41 @@ TREND_COLUMNS = [
 
 def trend_section(mine: ReviewInputs) -> Section:
     trend = department_trend(mine.departments)
-    if trend.is_empty():
-        return Section("trend", "Last 12 months", paragraph("No monthly rows.", class_="empty"))
-    chart = figure_html(monthly_hours_figure(trend), "fig-department-trend")
-    return Section("trend", "Last 12 months", join([chart, render_table(trend, TREND_COLUMNS)]))
+    values = {"chart": None}
+    if not trend.is_empty():
+        chart = figure_html(monthly_hours_figure(trend), "fig-department-trend")
+        values = {"chart": chart, "table": table(trend, TREND_COLUMNS)}
+    return Section("trend", "Last 12 months", "department/trend.html", values)
 
 
 def department_sections(mine: ReviewInputs, department: str) -> list[Section]:
-    flagged = flagged_jobs_table(mine, mine.flags, FLAGGED_ON_PAGE, with_department=False)
-    utilization = (utilization_body(mine.jobs, "fig-department-utilization") if not mine.jobs.is_empty()
-                   else paragraph("No jobs.", class_="empty"))  # fmt: skip
+    users = {"table": user_table(mine, mine.users, with_department=False)}
+    flagged = flagged_jobs_values(mine, mine.flags, FLAGGED_ON_PAGE, with_department=False)
+    utilization = utilization_values(mine.jobs, "fig-department-utilization")
+    idle = top_idle_jobs_values(mine, mine.jobs)
     return [
         summary_section(mine),
         department_quota_section(mine, department),
         trend_section(mine),
-        Section("users", "Users", user_table(mine, mine.users, with_department=False)),
-        Section("flagged-jobs", "Flagged jobs by wasted GPU-hours", flagged),
-        Section("utilization", "Job utilization, weighted by GPU-hours", utilization),
-        Section("top-idle-jobs", "Jobs by idle GPU-hours", top_idle_jobs_table(mine, mine.jobs)),
+        Section("users", "Users", "department/users.html", users),
+        Section("flagged-jobs", "Flagged jobs by wasted GPU-hours", "sections/flagged_jobs.html", flagged),
+        Section("utilization", "Job utilization, weighted by GPU-hours", "sections/utilization.html", utilization),
+        Section("top-idle-jobs", "Jobs by idle GPU-hours", "sections/top_idle_jobs.html", idle),
         how_to_read_section(mine),
     ]
 
 
 def render_department_page(inputs: ReviewInputs, department: str) -> str:
     mine = narrow(inputs, department)
-    label = figures.department_label(department)
-    title = f"GPU use of {label}, {inputs.month:%Y-%m}"
-    subtitle = f"{inputs.month:%B %Y}, times in UTC. Generated from {inputs.generated_from}."
-    back = link("← monthly review", f"../{REVIEW_FILE}")
-    return str(render_page(title, subtitle, department_sections(mine, department), links=[back]))
+    return render_page(
+        "department.html",
+        department_sections(mine, department),
+        inputs.settings.templates_dir,
+        department=figures.department_label(department),
+        month=inputs.month,
+        generated_from=inputs.generated_from,
+        review_href=f"../{REVIEW_FILE}",
+    )
 
 
 def render_department_pages(inputs: ReviewInputs) -> dict[str, str]:

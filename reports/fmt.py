@@ -1,6 +1,6 @@
 """Number and text formatting for report cells: value -> plain text ("n/a" for no value).
 
-Escaping happens where the text is placed (``reports.html``).
+Escaping happens where the text is placed: the page templates (``reports/templates``, autoescaped).
 """
 
 from __future__ import annotations

@@ -76,7 +76,11 @@ def render_review(
         if not isinstance(extra, Section):
             raise TypeError(f"extra_sections must be reports.html.Section, got {type(extra).__name__}")
     sections = render_sections(inputs, blocks) + list(extra_sections) + render_sections(inputs, closing)
-    names = ", ".join(inputs.cluster_names) or "no clusters"
-    title = f"GPU monthly review {inputs.month:%Y-%m}: {names}"
-    subtitle = f"{inputs.month:%B %Y}, times in UTC. Generated from {inputs.generated_from}."
-    return str(render_page(title, subtitle, sections))
+    return render_page(
+        "review.html",
+        sections,
+        inputs.settings.templates_dir,
+        month=inputs.month,
+        clusters=inputs.cluster_names,
+        generated_from=inputs.generated_from,
+    )

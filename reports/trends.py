@@ -7,7 +7,7 @@ from functools import partial
 import polars as pl
 
 from reports.data import ReviewInputs
-from reports.html import Column, Section, figure_html, fmt_float, fmt_pct, join, paragraph, render_table
+from reports.html import Column, Section, figure_html, fmt_float, fmt_pct, table
 from reports.time_figures import monthly_hours_figure, monthly_shares_figure
 
 fmt_hours = partial(fmt_float, decimals=1)
@@ -57,16 +57,14 @@ def trend_columns(currency: str) -> list[Column]:
 
 
 def trends_section(inputs: ReviewInputs) -> Section:
-    title = "Trends over the last 12 months"
-    if inputs.clusters.is_empty():
-        return Section("trends", title, paragraph("No monthly cluster rows.", class_="empty"))
-    totals = monthly_totals(inputs)
-    months = totals.height
-    note = paragraph(
-        f"{months} month{'s' if months != 1 else ''} of data in the warehouse up to {inputs.month:%Y-%m}; "
-        "shares per cluster, GPU-hours and costs of all clusters together.", class_="caption")  # fmt: skip
-    return Section("trends", title, join([
-        figure_html(monthly_shares_figure(cluster_shares(inputs.clusters)), "fig-trend-shares"),
-        figure_html(monthly_hours_figure(totals), "fig-trend-hours"),
-        render_table(totals, trend_columns(inputs.settings.currency or "currency")), note,
-    ]))  # fmt: skip
+    values: dict = {"table": None}
+    if not inputs.clusters.is_empty():
+        totals = monthly_totals(inputs)
+        values = {
+            "shares": figure_html(monthly_shares_figure(cluster_shares(inputs.clusters)), "fig-trend-shares"),
+            "hours": figure_html(monthly_hours_figure(totals), "fig-trend-hours"),
+            "table": table(totals, trend_columns(inputs.settings.currency or "currency")),
+            "months": totals.height,
+            "month": f"{inputs.month:%Y-%m}",
+        }
+    return Section("trends", "Trends over the last 12 months", "sections/trends.html", values)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from cardhours.config.base import ConfigPath, StrictModel, raise_problems
 from cardhours.config.checks import cross_check
@@ -47,6 +48,17 @@ class WarehouseConfig(StrictModel):
 
 class ReportsConfig(StrictModel):
     dir: ConfigPath  # monthly outputs land in <dir>/YYYY-MM/
+    templates_dir: ConfigPath | None = None  # a site's page templates; they win over the packaged ones
+
+    @field_validator("templates_dir")
+    @classmethod
+    def _templates_dir_exists(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_dir():
+            raise ValueError(
+                f"no directory {value}: create it with the templates to override (docs/reports.md) "
+                "or remove the key to use the packaged templates"
+            )
+        return value
 
 
 class Config(StrictModel):

@@ -68,7 +68,7 @@ def read_review_frames(conn: duckdb.DuckDBPyConnection, month: date) -> dict[str
 def review_settings(config: Config, month: date) -> ReviewSettings:
     """The config values the pages use; the dated list prices of every configured model over
     the review's 12 months (the chargeback's price segments; the pages price MIG labels at
-    their base model and name the models without a price)."""
+    their base model and name the models without a price); the site's page templates, if any."""
     start, end = (datetime.combine(d, datetime.min.time()) for d in (first_trend_month(month), next_month(month)))
     segments = price_frame(config.rates, start, end).with_columns(pl.col("list_unit_price").cast(pl.Float64))
     quotas = {name: float(gpus) for name, gpus in config.quotas.departments.items()} or None
@@ -77,6 +77,7 @@ def review_settings(config: Config, month: date) -> ReviewSettings:
         overcommit_ratio=config.quotas.overcommit_ratio,
         low_efficiency_gpu_hours=config.flags.low_efficiency_gpu_hours,
         low_efficiency_utilization=config.flags.low_efficiency_utilization,
+        templates_dir=config.reports.templates_dir,
     )  # fmt: skip
 
 

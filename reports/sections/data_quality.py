@@ -7,7 +7,7 @@ from functools import partial
 
 import polars as pl
 
-from reports.html import Column, Section, fmt_float, fmt_int, join, paragraph, render_table
+from reports.html import Column, Section, fmt_float, fmt_int, table
 
 fmt_two = partial(fmt_float, decimals=2)
 HOW_ENDED = {
@@ -30,17 +30,10 @@ RUNAWAY_COLUMNS = [
 def data_quality_section(quarantine: pl.DataFrame, runaways: pl.DataFrame) -> Section:
     """Always shown: a month with nothing quarantined says so."""
     total = int(quarantine["rows"].sum()) if quarantine.height else 0
-    parts = [paragraph(
-        f"{total:,} input rows or values were quarantined this month and are not billed; each has a reason "
-        "and its location in raw.quarantine. Reason codes are explained in docs/slurm.md."
-        if total else "Nothing was quarantined this month.")]
+    values = {"quarantined": f"{total:,}" if total else None, "runaways": None}
     if quarantine.height:
-        parts.append(render_table(quarantine, QUARANTINE_COLUMNS, empty="Nothing quarantined."))
+        values["quarantine"] = table(quarantine, QUARANTINE_COLUMNS)
     if runaways.height:
         shown = runaways.with_columns(ended_by=pl.col("end_inferred_from").replace_strict(HOW_ENDED, default=None))
-        parts.append(paragraph(
-            f"{runaways.height} runs ended in a final state with End 'Unknown' (slurmdbd runaway jobs). "
-            "Each is billed only up to the earliest of its time limit, its last labelled DCGM sample and the end "
-            "of the month it started in; check them with `sacctmgr show runawayjobs`."))
-        parts.append(render_table(shown, RUNAWAY_COLUMNS, empty="No runaway jobs."))
-    return Section("data-quality", "Data quality", join(parts))
+        values |= {"runaways": runaways.height, "runaway_table": table(shown, RUNAWAY_COLUMNS)}
+    return Section("data-quality", "Data quality", "sections/data_quality.html", values)

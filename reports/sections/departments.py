@@ -9,10 +9,7 @@ import polars as pl
 
 from reports import figures
 from reports.data import ReviewInputs, hours_in_month
-from reports.html import (
-    Column, Html, Section, fmt_float, fmt_int, fmt_minutes, fmt_pct, join, link, paragraph,
-    render_table,
-)  # fmt: skip
+from reports.html import Column, Link, Section, fmt_float, fmt_int, fmt_minutes, fmt_pct, table
 from reports.paths import department_href
 from reports.pricing import priced_sum
 
@@ -34,10 +31,10 @@ def department_rows(inputs: ReviewInputs) -> pl.DataFrame:
     )
 
 
-def _page_link(department: str | None) -> Html | str:
+def _page_link(department: str | None) -> Link | str:
     if department is None:
         return "n/a"
-    return link(figures.department_label(department), department_href(department))
+    return Link(figures.department_label(department), department_href(department))
 
 
 def _needs_mapping(row: dict) -> str | None:
@@ -49,10 +46,8 @@ def department_index_section(inputs: ReviewInputs) -> Section | None:
     names = sorted(set(department_rows(inputs)["department"].drop_nulls()))
     if not names:
         return None
-    items = join(Html(f"<li>{_page_link(name)}</li>") for name in names)
-    intro = paragraph("One page per department for its managers:", class_="caption")
-    body = join([intro, Html(f'<ul class="index">{items}</ul>')])
-    return Section("department-index", "Department pages", body, "compact")
+    values = {"pages": [_page_link(name) for name in names]}
+    return Section("department-index", "Department pages", "sections/department_index.html", values, "compact")
 
 
 def department_columns(inputs: ReviewInputs, currency: str, linked: bool = True) -> list[Column]:
@@ -76,8 +71,8 @@ def department_columns(inputs: ReviewInputs, currency: str, linked: bool = True)
 
 def department_table_section(inputs: ReviewInputs) -> Section:
     columns = department_columns(inputs, inputs.settings.currency or "currency")
-    body = render_table(department_rows(inputs), columns, row_class=_needs_mapping, empty="No department rows.")
-    return Section("departments", "Departments", body)
+    rows = table(department_rows(inputs), columns, row_class=_needs_mapping)
+    return Section("departments", "Departments", "sections/departments.html", {"table": rows})
 
 
 def quota_frame(inputs: ReviewInputs) -> pl.DataFrame:
@@ -123,20 +118,27 @@ def capacity_gpus(inputs: ReviewInputs) -> float:
 
 
 def quota_section(inputs: ReviewInputs) -> Section:
-    title = "Quota against use"
     if inputs.settings.quotas is None:
-        return Section("quotas", title, paragraph("No quotas are configured ([quotas.departments]).", class_="empty"))
+        return Section("quotas", "Quota against use", "sections/quotas.html", {"table": None})
     promised = sum(inputs.settings.quotas.values())
     capacity = capacity_gpus(inputs)
-    ratio = f"{promised / capacity:.2f}" if capacity > 0 else "n/a"
-    summary = paragraph(
-        f"Quotas promise {promised:,.1f} GPUs of a capacity of {capacity:,.1f} GPUs: overcommit "
-        f"{ratio} (allowed: {inputs.settings.overcommit_ratio:.2f}). Use is a month average "
-        "(GPU-hours / hours in the month); use above the quota is borrowed from other "
-        "departments' idle quota. A department without a quota borrows all it uses.",
-        class_="caption",
-    )
-    return Section("quotas", title, join([summary, render_table(quota_frame(inputs), QUOTA_COLUMNS)]))
+    values = {
+        "promised": f"{promised:,.1f}",
+        "capacity": f"{capacity:,.1f}",
+        "ratio": f"{promised / capacity:.2f}" if capacity > 0 else "n/a",
+        "allowed": f"{inputs.settings.overcommit_ratio:.2f}",
+        "table": table(quota_frame(inputs), QUOTA_COLUMNS),
+    }
+    return Section("quotas", "Quota against use", "sections/quotas.html", values)
+
+
+def low_efficiency_rule(inputs: ReviewInputs) -> dict:
+    """The low-efficiency thresholds as the pages show them."""
+    s = inputs.settings
+    return {
+        "min_gpu_hours": f"{s.low_efficiency_gpu_hours:,.0f}",
+        "max_utilization": f"{s.low_efficiency_utilization * 100:.0f}",
+    }
 
 
 def low_efficiency_frame(inputs: ReviewInputs) -> pl.DataFrame:
@@ -156,15 +158,11 @@ def low_efficiency_frame(inputs: ReviewInputs) -> pl.DataFrame:
 
 
 def low_efficiency_section(inputs: ReviewInputs) -> Section:
-    s = inputs.settings
-    rule = (f"Departments with at least {s.low_efficiency_gpu_hours:,.0f} GPU-hours at "
-            f"{s.low_efficiency_utilization * 100:.0f}% utilization or less ([flags] low_efficiency_*).")  # fmt: skip
     columns = [
         Column("department", "department", figures.department_label, wrap=True),
         Column("gpu_hours", "GPU-hours", fmt_hours, True),
         Column("utilization", "utilization (%)", fmt_pct, True),
         Column("idle_gpu_hours", "idle GPU-hours", fmt_hours, True),
     ]
-    table = render_table(low_efficiency_frame(inputs), columns, empty="No department is over the threshold.")
-    body = join([paragraph(rule, class_="caption"), table])
-    return Section("low-efficiency-departments", "Low-efficiency departments", body)
+    values = low_efficiency_rule(inputs) | {"table": table(low_efficiency_frame(inputs), columns)}
+    return Section("low-efficiency-departments", "Low-efficiency departments", "sections/low_efficiency.html", values)

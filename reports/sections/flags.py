@@ -10,9 +10,8 @@ import polars as pl
 from cardhours.contracts.flags import SEVERITY_RANK
 from reports import figures
 from reports.data import ReviewInputs
-from reports.html import (
-    Column, Section, fmt_float, fmt_int, fmt_pct, fmt_trimmed, join, paragraph, render_table,
-)  # fmt: skip
+from reports.html import Column, Section, fmt_float, fmt_int, fmt_pct, fmt_trimmed, table
+from reports.sections.departments import low_efficiency_rule
 
 TOP_FLAGGED = 25
 TOP_USERS = 15
@@ -60,19 +59,17 @@ def flagged_job_columns(inputs: ReviewInputs, with_department: bool = True) -> l
     return ([Column("cluster", "cluster")] if inputs.multi_cluster else []) + columns
 
 
-def flagged_jobs_table(inputs: ReviewInputs, flags: pl.DataFrame, limit: int, with_department: bool = True):
+def flagged_jobs_values(inputs: ReviewInputs, flags: pl.DataFrame, limit: int, with_department: bool = True) -> dict:
+    """The ``limit`` costliest flagged runs; ``total`` (all runs) only when some are left out."""
     runs = flagged_runs(flags)
-    shown = runs.head(limit)
-    table = render_table(shown, flagged_job_columns(inputs, with_department), empty="No flagged jobs.")
-    if runs.height <= limit:
-        return table
-    note = paragraph(f"{limit} of {runs.height:,} flagged job runs; all are in flagged_jobs.csv.", class_="caption")
-    return join([table, note])
+    shown = table(runs.head(limit), flagged_job_columns(inputs, with_department))
+    return {"table": shown, "shown": limit, "total": f"{runs.height:,}" if runs.height > limit else None}
 
 
 def top_flagged_jobs_section(inputs: ReviewInputs) -> Section:
-    body = flagged_jobs_table(inputs, inputs.flags, TOP_FLAGGED)
-    return Section("top-flagged-jobs", f"Top {TOP_FLAGGED} flagged jobs by wasted GPU-hours", body)
+    values = flagged_jobs_values(inputs, inputs.flags, TOP_FLAGGED)
+    title = f"Top {TOP_FLAGGED} flagged jobs by wasted GPU-hours"
+    return Section("top-flagged-jobs", title, "sections/flagged_jobs.html", values)
 
 
 def user_columns(inputs: ReviewInputs, with_department: bool = True) -> list[Column]:
@@ -106,18 +103,15 @@ def with_notes(users: pl.DataFrame) -> pl.DataFrame:
 def top_users_section(inputs: ReviewInputs) -> Section:
     users = with_notes(inputs.users).filter(pl.col("wasted_gpu_hours").fill_null(0) > 0)
     rows = users.sort(["wasted_gpu_hours", "cluster", "user_name"], descending=[True, False, False]).head(TOP_USERS)
-    body = render_table(rows, user_columns(inputs), empty="No user has flagged jobs.")
-    return Section("top-users", f"Top {TOP_USERS} users by wasted GPU-hours", body)
+    values = {"table": table(rows, user_columns(inputs))}
+    return Section("top-users", f"Top {TOP_USERS} users by wasted GPU-hours", "sections/top_users.html", values)
 
 
 def user_table(inputs: ReviewInputs, users: pl.DataFrame, with_department: bool = True):
     rows = with_notes(users).sort(["gpu_hours", "cluster", "user_name"], descending=[True, False, False], nulls_last=True)
-    return render_table(rows, user_columns(inputs, with_department), empty="No user rows.")
+    return table(rows, user_columns(inputs, with_department))
 
 
 def users_section(inputs: ReviewInputs) -> Section:
-    s = inputs.settings
-    note = paragraph(
-        f"Every user's consumption. Low efficiency: at least {s.low_efficiency_gpu_hours:,.0f} GPU-hours "
-        f"at {s.low_efficiency_utilization * 100:.0f}% utilization or less.", class_="caption")  # fmt: skip
-    return Section("users", "Consumption per user", join([note, user_table(inputs, inputs.users)]))
+    values = low_efficiency_rule(inputs) | {"table": user_table(inputs, inputs.users)}
+    return Section("users", "Consumption per user", "sections/users.html", values)

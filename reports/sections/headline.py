@@ -10,9 +10,7 @@ from typing import Any
 import polars as pl
 
 from reports.data import ReviewInputs, previous_month
-from reports.html import (
-    Column, Section, fmt_float, fmt_int, fmt_minutes, fmt_pct, join, paragraph, render_table,
-)  # fmt: skip
+from reports.html import Column, Section, fmt_float, fmt_int, fmt_minutes, fmt_pct, table
 
 fmt_hours = partial(fmt_float, decimals=1)
 fmt_money = partial(fmt_float, decimals=2)
@@ -118,19 +116,11 @@ def headline_table(inputs: ReviewInputs) -> pl.DataFrame:
 def headline_section(inputs: ReviewInputs) -> Section:
     """Metrics as rows, clusters as columns with the change against the previous month."""
     clusters = headline_frame(inputs, inputs.month)["cluster"].to_list()
-    if not clusters:
-        empty = paragraph("No cluster rows.", class_="empty")
-        return Section("headline", "Headline numbers", empty)
-    since = f"{previous_month(inputs.month):%Y-%m}"
-    columns = [Column("metric", "metric")]
-    for i, name in enumerate(clusters):
-        columns += [Column(f"v{i}", name, numeric=True), Column(f"d{i}", f"change vs {since}", numeric=True)]
-    note = paragraph(
-        "Costs are GPU-hours x the list price of a GPU-hour of each model in effect when they "
-        "happened (MIG slices at their base model's price; a price change within the month splits "
-        "a job's or an hour's GPU-hours by seconds, as the chargeback does), without the partition "
-        "and QOS multipliers that only the chargeback applies. Change: the difference to the previous month (relative change in "
-        "brackets; pp = percentage points).",
-        class_="caption",
-    )
-    return Section("headline", "Headline numbers", join([render_table(headline_table(inputs), columns), note]))
+    rows = None
+    if clusters:
+        since = f"{previous_month(inputs.month):%Y-%m}"
+        columns = [Column("metric", "metric")]
+        for i, name in enumerate(clusters):
+            columns += [Column(f"v{i}", name, numeric=True), Column(f"d{i}", f"change vs {since}", numeric=True)]
+        rows = table(headline_table(inputs), columns)
+    return Section("headline", "Headline numbers", "sections/headline.html", {"table": rows})

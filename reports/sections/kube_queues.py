@@ -1,5 +1,5 @@
 """The review's "Kubernetes queues" table (marts.mart_kube_queue_monthly), only when the month
-has queue rows. Every cell goes through ``render_table``, which escapes it."""
+has queue rows. Every cell is escaped by the template."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from functools import partial
 
 import polars as pl
 
-from reports.html import Column, Section, fmt_float, fmt_int, fmt_pct, join, paragraph, render_table
+from reports.html import Column, Section, fmt_float, fmt_int, fmt_pct, table
 
 fmt_one = partial(fmt_float, decimals=1)
 
@@ -35,8 +35,5 @@ def kube_queues_section(queues: pl.DataFrame) -> Section | None:
     if queues.is_empty():
         return None
     frame = queues.sort("cluster", "queue_kind", "queue", nulls_last=True)
-    body = render_table(frame, queue_columns(frame["cluster"].n_unique() > 1), empty="No queues.")
-    note = paragraph("Kueue ClusterQueues and Volcano queues. Admission wait p50/p95 are interpolated inside the "
-                     "histogram bucket they fall in (off by at most that bucket's width); borrowed GPU-hours are "
-                     "usage above the nominal quota; a wait beyond the largest bucket shows as that bound (a lower bound).")
-    return Section("kube-queues", "Kubernetes queues", join([body, note]))
+    values = {"table": table(frame, queue_columns(frame["cluster"].n_unique() > 1))}
+    return Section("kube-queues", "Kubernetes queues", "sections/kube_queues.html", values)

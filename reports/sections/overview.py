@@ -10,8 +10,7 @@ import polars as pl
 from reports import figures
 from reports.data import ReviewInputs
 from reports.html import (
-    Column, Section, figure_html, fmt_datetime, fmt_float, fmt_int, fmt_pct, fmt_trimmed, join,
-    paragraph, render_table,
+    Column, Section, figure_html, fmt_datetime, fmt_float, fmt_int, fmt_pct, fmt_trimmed, table,
 )  # fmt: skip
 
 TOP_JOBS = 20
@@ -21,38 +20,37 @@ fmt_hours = partial(fmt_float, decimals=1)
 def no_jobs_section(inputs: ReviewInputs) -> Section | None:
     if not inputs.jobs.is_empty():
         return None
-    where = ", ".join(inputs.cluster_names) or "any cluster"
-    text = f"No jobs were recorded for {inputs.month:%Y-%m} on {where}."
-    return Section("no-jobs", "No jobs", paragraph(text, class_="notice"), "compact")
+    values = {"month": f"{inputs.month:%Y-%m}", "clusters": inputs.cluster_names}
+    return Section("no-jobs", "No jobs", "sections/no_jobs.html", values, "compact")
 
 
 def department_chart_section(inputs: ReviewInputs) -> Section:
-    title = "GPU-hours per department: active and idle"
     departments = inputs.this_month(inputs.departments)
-    if departments.is_empty():
-        return Section("department-chart", title, paragraph("No department rows.", class_="empty"))
-    note = paragraph("Hatched bars: jobs whose account maps to no department.", class_="caption")
-    chart = figure_html(figures.department_hours_figure(departments), "fig-department-hours")
-    return Section("department-chart", title, join([chart, note]))
+    chart = None
+    if not departments.is_empty():
+        chart = figure_html(figures.department_hours_figure(departments), "fig-department-hours")
+    title = "GPU-hours per department: active and idle"
+    return Section("department-chart", title, "sections/department_chart.html", {"chart": chart})
 
 
-def utilization_body(jobs: pl.DataFrame, div_id: str):
+def utilization_values(jobs: pl.DataFrame, div_id: str) -> dict:
+    """The histogram of job utilization (None: no job has a signal) and the jobs left out of it
+    (``jobs`` None: no jobs at all)."""
+    if jobs.is_empty():
+        return {"jobs": None}
     unknown = jobs.filter(pl.col("utilization").is_null())
-    note = paragraph(
-        f"{unknown.height:,} of {jobs.height:,} jobs ({fmt_hours(unknown['gpu_hours'].sum())} "
-        "GPU-hours) have no utilization signal and are not in the histogram.",
-        class_="caption",
-    )
-    if unknown.height == jobs.height:
-        return join([paragraph("No job has a utilization signal.", class_="empty"), note])
-    return join([figure_html(figures.utilization_histogram_figure(jobs), div_id), note])
+    chart = None if unknown.height == jobs.height else figure_html(figures.utilization_histogram_figure(jobs), div_id)
+    return {
+        "chart": chart,
+        "jobs": f"{jobs.height:,}",
+        "unmeasured": f"{unknown.height:,}",
+        "unmeasured_gpu_hours": fmt_hours(unknown["gpu_hours"].sum()),
+    }
 
 
 def utilization_section(inputs: ReviewInputs) -> Section:
-    title = "Job utilization, weighted by GPU-hours"
-    if inputs.jobs.is_empty():
-        return Section("utilization", title, paragraph("No jobs.", class_="empty"))
-    return Section("utilization", title, utilization_body(inputs.jobs, "fig-utilization"))
+    values = utilization_values(inputs.jobs, "fig-utilization")
+    return Section("utilization", "Job utilization, weighted by GPU-hours", "sections/utilization.html", values)
 
 
 def _needs_mapping(row: dict) -> str | None:
@@ -77,17 +75,17 @@ JOB_COLUMNS = [
 ]
 
 
-def top_idle_jobs_table(inputs: ReviewInputs, jobs: pl.DataFrame):
+def top_idle_jobs_values(inputs: ReviewInputs, jobs: pl.DataFrame) -> dict:
     rows = jobs.sort(
         ["idle_gpu_hours", "gpu_hours", "cluster", "job_id"], descending=[True, True, False, False], nulls_last=True
     ).head(TOP_JOBS)
     columns = ([Column("cluster", "cluster")] if inputs.multi_cluster else []) + JOB_COLUMNS
-    return render_table(rows, columns, row_class=_needs_mapping, empty="No jobs.")
+    return {"table": table(rows, columns, row_class=_needs_mapping)}
 
 
 def top_idle_jobs_section(inputs: ReviewInputs) -> Section:
-    body = top_idle_jobs_table(inputs, inputs.jobs)
-    return Section("top-idle-jobs", f"Top {TOP_JOBS} jobs by idle GPU-hours", body)
+    values = top_idle_jobs_values(inputs, inputs.jobs)
+    return Section("top-idle-jobs", f"Top {TOP_JOBS} jobs by idle GPU-hours", "sections/top_idle_jobs.html", values)
 
 
 def coverage_frame(inputs: ReviewInputs) -> pl.DataFrame:
@@ -119,36 +117,10 @@ COVERAGE_COLUMNS = [
 
 
 def coverage_section(inputs: ReviewInputs) -> Section:
-    note = paragraph(
-        "Expected samples: one per GPU per scrape step. Jobs without samples have no "
-        "utilization: they are in the GPU-hours and costs but not in utilization or idle.",
-        class_="caption",
-    )
-    body = render_table(coverage_frame(inputs), COVERAGE_COLUMNS, empty="No cluster rows.")
-    return Section("coverage", "Data coverage", join([body, note]), "compact")
-
-
-HOW_TO_READ = (
-    "Utilization is the best signal present for each job: DCGM SM_ACTIVE (how busy the "
-    "streaming multiprocessors are) where it is exported, else GR_ENGINE_ACTIVE (how long "
-    "the compute engine is busy), else GPU_UTIL. The job table's 'signal' column says "
-    "which one a job got.",
-    "GPU_UTIL alone misleads: it counts the time in which any kernel at all is running, "
-    "however little of the GPU that kernel uses. A job that keeps one small kernel going "
-    "reads about 80% GPU_UTIL while its SMs are 0.6% active.",
-    "Active GPU-hours are allocated GPU-hours weighted by utilization; workload idle is "
-    "what jobs held but did not use; infra idle is capacity no job held. 'n/a' means "
-    "no value: no utilization signal, or nothing to divide by.",
-    "Flagged jobs carry the reasons the rules found and a recommendation; wasted GPU-hours "
-    "count a job once (its largest reason). Costs are GPU-hours at the list price of each GPU "
-    "model in effect when they happened (a price change within the month splits a job's "
-    "GPU-hours by seconds); partition and QOS multipliers apply only in the chargeback, so "
-    "these are list-price costs, not the amounts billed.",
-    f"Department '{figures.UNMAPPED}' collects jobs whose account maps to no department: "
-    "add a mapping to the config so that they are charged to the right place.",
-)
+    values = {"table": table(coverage_frame(inputs), COVERAGE_COLUMNS)}
+    return Section("coverage", "Data coverage", "sections/coverage.html", values, "compact")
 
 
 def how_to_read_section(inputs: ReviewInputs) -> Section:
-    body = join(paragraph(text) for text in HOW_TO_READ)
-    return Section("how-to-read", "How to read this", body, "compact note")
+    values = {"unmapped": figures.UNMAPPED}
+    return Section("how-to-read", "How to read this", "sections/how_to_read.html", values, "compact note")

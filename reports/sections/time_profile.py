@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from reports.data import ReviewInputs
-from reports.html import Column, Section, figure_html, fmt_float, fmt_pct, join, paragraph, render_table
+from reports.html import Column, Section, figure_html, fmt_float, fmt_pct, table
 from reports.time_figures import hour_of_day_figure, weekday_hour_figure
 
 DAY_START, DAY_END = 8, 20  # "day" is 08:00-20:00 UTC on Monday to Friday
@@ -62,16 +62,12 @@ DAY_NIGHT_COLUMNS = [
 
 
 def time_profile_section(inputs: ReviewInputs) -> Section:
-    title = "Hour of day and day of week"
     hourly = inputs.hourly.filter(pl.col("capacity_seconds") > 0)
-    if hourly.is_empty():
-        return Section("time-profile", title, paragraph("No hourly GPU rows for this month.", class_="empty"))
-    note = paragraph(
-        f"All clusters together, times in UTC. Day: {DAY_START:02d}:00-{DAY_END:02d}:00 Monday to Friday. "
-        "Allocated capacity far below its daytime level at night or at the weekend is room for "
-        "time-sharing (batch work, lower-priority partitions).", class_="caption")  # fmt: skip
-    return Section("time-profile", title, join([
-        figure_html(hour_of_day_figure(hour_of_day_frame(hourly)), "fig-hour-of-day"),
-        figure_html(weekday_hour_figure(weekday_hour_frame(hourly)), "fig-weekday-hour"),
-        render_table(day_night_frame(hourly), DAY_NIGHT_COLUMNS), note,
-    ]))  # fmt: skip
+    values: dict = {"day_start": f"{DAY_START:02d}:00", "day_end": f"{DAY_END:02d}:00", "hour_of_day": None}
+    if not hourly.is_empty():
+        values |= {
+            "hour_of_day": figure_html(hour_of_day_figure(hour_of_day_frame(hourly)), "fig-hour-of-day"),
+            "weekday_hour": figure_html(weekday_hour_figure(weekday_hour_frame(hourly)), "fig-weekday-hour"),
+            "table": table(day_night_frame(hourly), DAY_NIGHT_COLUMNS),
+        }
+    return Section("time-profile", "Hour of day and day of week", "sections/time_profile.html", values)

@@ -9,7 +9,7 @@ import polars as pl
 from reports.costs import unpriced_models
 from reports.data import ReviewInputs
 from reports.pricing import priced_sum
-from reports.html import Column, Section, fmt_float, fmt_int, fmt_minutes, fmt_pct, join, paragraph, render_table
+from reports.html import Column, Section, fmt_float, fmt_int, fmt_minutes, fmt_pct, table
 
 fmt_hours = partial(fmt_float, decimals=1)
 fmt_money = partial(fmt_float, decimals=2)
@@ -72,8 +72,8 @@ def _columns(inputs: ReviewInputs, first: list[Column]) -> list[Column]:
 
 def partitions_section(inputs: ReviewInputs) -> Section:
     columns = _columns(inputs, [Column("partition_name", "partition", wrap=True)])
-    body = render_table(partition_frame(inputs), columns, empty="No jobs.")
-    return Section("partitions", "Partitions", body)
+    values = {"table": table(partition_frame(inputs), columns)}
+    return Section("partitions", "Partitions", "sections/partitions.html", values)
 
 
 def scheduler_frame(inputs: ReviewInputs) -> pl.DataFrame:
@@ -94,10 +94,8 @@ def schedulers_section(inputs: ReviewInputs) -> Section | None:
     if "scheduler" not in inputs.jobs.columns or inputs.jobs["scheduler"].n_unique() < 2:
         return None
     columns = _columns(inputs, [Column("scheduler", "scheduler")])
-    body = render_table(scheduler_frame(inputs), columns, empty="No jobs.")
-    note = paragraph("A Kubernetes job is a bare or replica pod, or the owner (Job, PyTorchJob, PodGroup, ...) "
-                     "of several pods; its queue time is created -> last pod scheduled.")
-    return Section("schedulers", "Schedulers", join([body, note]))
+    values = {"table": table(scheduler_frame(inputs), columns)}
+    return Section("schedulers", "Schedulers", "sections/schedulers.html", values)
 
 
 def models_section(inputs: ReviewInputs) -> Section:
@@ -107,9 +105,8 @@ def models_section(inputs: ReviewInputs) -> Section:
         Column("allocated_share", "allocated (% of capacity)", fmt_pct, True),
     ]
     frame = model_frame(inputs)
-    parts = [render_table(frame, _columns(inputs, capacity), empty="No GPU models.")]
-    missing = unpriced_models(frame["gpu_model"].to_list(), inputs.settings.segments)
-    if missing:
-        text = f"No price configured for: {', '.join(missing)} (their cost shows n/a; add them to [rates.gpu_hour])."
-        parts.append(paragraph(text, class_="notice"))
-    return Section("gpu-models", "GPU models", join(parts))
+    values = {
+        "table": table(frame, _columns(inputs, capacity)),
+        "unpriced": unpriced_models(frame["gpu_model"].to_list(), inputs.settings.segments),
+    }
+    return Section("gpu-models", "GPU models", "sections/gpu_models.html", values)

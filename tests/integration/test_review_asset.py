@@ -11,11 +11,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 from dagster import materialize
+from markupsafe import escape as esc
 
 from cardhours.config import EXAMPLE_CONFIG
 from pipelines.assets.reports import read_review_frames, review_html
 from pipelines.resources import CardhoursResource
-from reports.html import esc
 from reports.paths import department_file_name
 from tests.unit.reports_frames import (
     EVIL_DEPT, EVIL_JOB, MONTH, PREVIOUS, clusters_frame, departments_frame, flags_frame, jobs_frame,
@@ -110,6 +110,22 @@ def test_asset_writes_the_review_and_department_pages(warehouse_config: Path) ->
         assert f'href="departments/{name}"' in review
 
 
+def test_site_templates_from_the_config_show_on_the_written_pages(warehouse_config: Path) -> None:
+    site = warehouse_config.parent / "site-templates"
+    site.mkdir()
+    (site / "header.html").write_text(
+        '{% extends "cardhours/header.html" %}{% block logo %}<p class="logo">ACME GPUs</p>{% endblock %}'
+    )
+    key = 'dir = "reports"\n'
+    text = warehouse_config.read_text(encoding="utf-8").replace(key, key + 'templates_dir = "site-templates"\n', 1)
+    assert text.count('\ntemplates_dir = "site-templates"\n') == 1
+    warehouse_config.write_text(text, encoding="utf-8")
+    run_month(warehouse_config)
+    reports = warehouse_config.parent / "reports" / "2025-03"
+    for page in [reports / "review.html", *(reports / "departments").iterdir()]:
+        assert '<header>\n<p class="logo">ACME GPUs</p><h1>' in page.read_text(encoding="utf-8"), page.name
+
+
 def test_rerun_replaces_the_month_and_drops_vanished_departments(warehouse_config: Path) -> None:
     run_month(warehouse_config)
     reports = warehouse_config.parent / "reports" / "2025-03"
@@ -146,3 +162,4 @@ def test_settings_from_the_config_carry_the_dated_prices() -> None:
         (datetime(2025, 3, 15, 12, 30), 2.5), (datetime(2025, 4, 1), 2.8)]
     assert settings.quotas == {"vision": 32.0, "nlp": 48.0, "search": 16.0} and settings.overcommit_ratio == 1.0
     assert (settings.low_efficiency_gpu_hours, settings.low_efficiency_utilization) == (50.0, 0.25)
+    assert settings.templates_dir is None  # the packaged templates

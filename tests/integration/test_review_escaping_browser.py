@@ -1,16 +1,24 @@
 """User-supplied strings stay text in a real browser: no script runs, the name shows
-literally, on the review page and on the department page."""
+literally, on the review page and on the department page, in the sections the asset adds
+(chargeback, queues, data quality) and through a site's own header template."""
 
+import re
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 
 import polars as pl
 import pytest
+from markupsafe import escape
 
 from reports import build_inputs, render_department_pages, render_review, write_department_pages, write_review
+from reports.chargeback_section import chargeback_section
 from reports.paths import department_file_name
+from reports.sections.data_quality import data_quality_section
+from reports.sections.kube_queues import kube_queues_section
 from tests.support.browser import load_page
 from transforms.fct_job_flags import SCHEMA as FLAG_SCHEMA
+from transforms.mart_kube_queue_monthly import SCHEMA as QUEUE_SCHEMA
 
 pytestmark = [pytest.mark.integration]
 
@@ -52,3 +60,60 @@ def test_script_in_job_name_shows_as_text(tmp_path: Path) -> None:
         assert page.console_errors == [] and page.page_errors == []
         assert EVIL in page.text
         assert 'a&b"c' in page.text
+
+
+SITE_HEADER = (
+    '{% extends "cardhours/header.html" %}{% block logo %}<p class="logo">ACME GPUs: {{ subtitle }}</p>{% endblock %}'
+)
+
+
+def _extra_sections() -> list:
+    quarantine = pl.DataFrame(
+        {"cluster": ["c1"], "source": ["sacct"], "reason": [EVIL], "rows": [2], "example": [EVIL]}
+    )
+    runaways = pl.DataFrame(
+        {
+            "cluster": ["c1"],
+            "job_id": ["9"],
+            "user_name": [EVIL],
+            "state": ["FAILED"],
+            "start_time": ["2026-10-01 00:00"],
+            "end_time": ["2026-10-02 00:00"],
+            "end_inferred_from": ["time_limit"],
+            "gpus": [1.0],
+        }
+    )
+    closed = pl.DataFrame(
+        {
+            "billing_month": [date(2026, 9, 1)],
+            "closed_at": [datetime(2026, 10, 7, 9)],
+            "accepted_gaps": [EVIL],
+            "gaps": [EVIL],
+            "head_hash": ["a" * 64],
+        }
+    )
+    queue_row = {c: None for c in QUEUE_SCHEMA} | {"cluster": "c1", "month": MONTH, "queue": EVIL}
+    return [
+        chargeback_section(pl.DataFrame(), pl.DataFrame(), "2026-10", "EUR", closed),
+        kube_queues_section(pl.DataFrame([queue_row], schema=QUEUE_SCHEMA)),
+        data_quality_section(quarantine, runaways),
+    ]
+
+
+def test_site_template_and_extra_sections_keep_strings_as_text(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "header.html").write_text(SITE_HEADER, encoding="utf-8")
+    inputs = replace(_inputs(), generated_from=EVIL)
+    inputs = replace(inputs, settings=replace(inputs.settings, templates_dir=site))
+    review = write_review(render_review(inputs, extra_sections=_extra_sections()), tmp_path / "out", "2026-10")
+    page = load_page(review, tmp_path / "review.png")
+    assert page.dialogs == [] and page.console_errors == [] and page.page_errors == []
+    assert f"ACME GPUs: October 2026, times in UTC. Generated from {EVIL}." in page.text
+    assert f"2026-09 was closed with accepted gaps: {EVIL} (gaps: {EVIL})." in page.text
+    # every escaped copy in the markup shows as text (header 2, extra sections 6, the blocks' tables and the
+    # department index 11), and plotly draws one more: the department chart's tick label
+    html = review.read_text(encoding="utf-8")
+    markup = re.sub(r"<script.*?</script>", "", html.split("<body>")[1], flags=re.S)
+    assert markup.count(escape(EVIL)) == 19
+    assert page.text.count(EVIL) == 19 + 1

@@ -25,6 +25,8 @@ BROKEN = [
     ("clusters-as-table", [put("clusters", {"name": "alpha"})], "clusters", "must be an array"),
     ("path-as-number", [put("warehouse.path", 5)], "warehouse.path", "must be a path string"),
     ("empty-path", [put("warehouse.path", "")], "warehouse.path", "must not be empty"),
+    ("templates-dir-missing", [put("reports.templates_dir", "no-such-templates")], "reports.templates_dir",
+     "no directory no-such-templates: create it with the templates to override"),
     # missing keys
     ("missing-currency", [drop("rates.currency")], "rates.currency", "required key is missing"),
     ("missing-section", [drop("warehouse")], "warehouse", "required key is missing"),

@@ -39,5 +39,12 @@ def test_ca_bundle_and_absolute_and_home_paths(tmp_path: Path, monkeypatch: pyte
     assert config.reports.dir == tmp_path / "home" / "reports"
 
 
+def test_templates_dir_resolves_against_the_config_directory(tmp_path: Path) -> None:
+    (tmp_path / "site-templates").mkdir()
+    config = parse_config(example(put("reports.templates_dir", "site-templates")), base_dir=tmp_path)
+    assert config.reports.templates_dir == tmp_path / "site-templates"
+    assert parse_config(example(), base_dir=tmp_path).reports.templates_dir is None
+
+
 def test_parse_config_without_base_dir_keeps_relative_paths() -> None:
     assert parse_config(example()).warehouse.path == Path("cardhours.duckdb")

@@ -13,7 +13,9 @@ from reports import render_review, write_review
 from reports import figures as figures_module
 from reports import write as write_module
 from reports.figures import department_hours_figure, utilization_bins
-from reports.html import Column, Html, Section, esc, fmt_pct, render_table
+from markupsafe import escape as esc
+
+from reports.html import Column, Section, fmt_pct, table
 from reports.review import CLOSING_BLOCKS, REVIEW_BLOCKS
 from reports.sections.headline import headline_section
 from tests.unit.reports_frames import (
@@ -161,10 +163,12 @@ def test_missing_column_is_an_error_not_a_blank() -> None:
 
 
 def test_blocks_compose_and_extra_sections_go_before_how_to_read() -> None:
-    extra = Section("chargeback-reconciliation", "Chargeback <reconciliation>", Html("<p>sums match</p>"))
+    values = {"month": "2025-03", "clusters": ["<b>x</b>", "y"]}
+    extra = Section("chargeback-reconciliation", "Chargeback <reconciliation>", "sections/no_jobs.html", values)
     page = render_review(make_inputs(), blocks=[headline_section, lambda inputs: None], extra_sections=[extra])
     assert section_ids(page) == ["headline", "chargeback-reconciliation", "how-to-read"]
-    assert "Chargeback &lt;reconciliation&gt;" in page and "<p>sums match</p>" in page
+    assert "Chargeback &lt;reconciliation&gt;" in page
+    assert '<p class="notice">No jobs were recorded for 2025-03 on &lt;b&gt;x&lt;/b&gt;, y.</p>' in page
     assert len(REVIEW_BLOCKS) >= 15 and len(CLOSING_BLOCKS) == 1
     with pytest.raises(TypeError):
         render_review(make_inputs(), extra_sections=["<p>raw</p>"])  # type: ignore[list-item]
@@ -183,13 +187,18 @@ def test_print_stylesheet(page: str) -> None:
         assert figure_json(page, div_id)[1]["width"] == 720
 
 
-def test_table_escapes_headers_and_cells_and_sections_need_html() -> None:
+def test_table_escapes_headers_and_cells_and_sections_their_titles() -> None:
     frame = pl.DataFrame({"a": ["<b>x</b>"], "n": [None]}, schema={"a": pl.String, "n": pl.Float64})
-    html = render_table(frame, [Column("a", "<h>"), Column("n", "n", fmt_pct, True)])
-    assert "<b>" not in html and "&lt;h&gt;</th>" in html and '<td class="num">n/a</td>' in html
-    with pytest.raises(TypeError):
-        Section("s", "title", "<p>raw</p>")  # type: ignore[arg-type]
-    assert Section("s", "<t>", Html("<p>ok</p>")).render().count("&lt;t&gt;") == 1
+    columns = [Column("a", "<h>"), Column("n", "n", fmt_pct, True)]
+    html = Section("s", "<t>", "sections/partitions.html", {"table": table(frame, columns)}).render()
+    assert html == (
+        '<section id="s" class="block"><h2>&lt;t&gt;</h2><div class="table-wrap"><table><thead><tr>'
+        '<th class="text" scope="col">&lt;h&gt;</th><th class="num" scope="col">n</th></tr></thead>'
+        '<tbody><tr><td class="text">&lt;b&gt;x&lt;/b&gt;</td><td class="num">n/a</td></tr></tbody></table></div>'
+        "</section>"
+    )
+    empty = Section("s", "t", "sections/partitions.html", {"table": table(frame.clear(), columns)})
+    assert empty.render_body() == '<p class="empty">No jobs.</p>'
     assert fmt_pct(float("nan")) == "n/a"
 
 

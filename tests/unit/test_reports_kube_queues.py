@@ -20,12 +20,12 @@ def queues(name: str, cluster: str = "c1") -> pl.DataFrame:
 def test_table_with_rows_escapes_queue_names() -> None:
     section = kube_queues_section(queues('<script>alert("q")</script>'))
     assert section is not None and section.title == "Kubernetes queues"
-    body = str(section.body)
-    assert "<script>" not in body and "&lt;script&gt;alert(&quot;q&quot;)&lt;/script&gt;" in body
+    body = str(section.render_body())
+    assert "<script>" not in body and "&lt;script&gt;alert(&#34;q&#34;)&lt;/script&gt;" in body
     assert "125.0" in body and "96.0" in body and ">cluster<" not in body
 
 
 def test_no_section_without_rows_and_cluster_column_for_two_clusters() -> None:
     assert kube_queues_section(pl.DataFrame(schema=SCHEMA)) is None
     section = kube_queues_section(pl.concat([queues("a"), queues("b", cluster="c&2")]))
-    assert section is not None and "c&amp;2" in str(section.body)
+    assert section is not None and "c&amp;2" in str(section.render_body())

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from markupsafe import escape as esc
 
 from reports import render_department_pages, render_review, write_department_pages
 from reports.department_page import department_names, render_department_page
-from reports.html import esc
 from reports.paths import department_file_name, department_href
 from tests.unit.reports_frames import (
     BUNDLE, EVIL_ACCOUNT, EVIL_DEPT, EVIL_JOB, EVIL_USER, departments_frame, make_inputs, outside_bundle,

@@ -27,7 +27,7 @@ def test_both_schedulers_side_by_side_and_summed() -> None:
     assert rows["all"]["job_count"] == jobs.height
     assert rows["all"]["gpu_hours"] == pytest.approx(jobs["gpu_hours"].sum())
     section = schedulers_section(inputs)
-    assert section is not None and "kubernetes" in section.body and "Schedulers" in render_review(inputs)
+    assert section is not None and "kubernetes" in section.render_body() and "Schedulers" in render_review(inputs)
 
 
 def test_no_table_for_one_scheduler_or_frames_without_the_column() -> None:

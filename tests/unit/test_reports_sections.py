@@ -8,6 +8,7 @@ from datetime import datetime
 
 import polars as pl
 import pytest
+from markupsafe import escape as esc
 
 from reports.costs import base_model, price_key, undated_segments, unpriced_models, with_job_costs
 from reports.data import hours_in_month, previous_month
@@ -22,11 +23,10 @@ from tests.unit.reports_frames import (
     EVIL_CLUSTER, EVIL_DEPT, EVIL_JOB, EVIL_USER, MONTH, PREVIOUS, SETTINGS, clusters_frame, department_row,
     flags_frame, job, jobs_frame, make_inputs, table_row,
 )  # fmt: skip
-from reports.html import esc
 
 
 def headline(inputs=None) -> str:
-    return headline_section(inputs or make_inputs()).body
+    return headline_section(inputs or make_inputs()).render_body()
 
 
 def test_headline_values_and_changes_against_the_previous_month() -> None:
@@ -101,7 +101,7 @@ def test_quota_use_and_borrowing() -> None:
     assert frame["chem"]["borrowed_gpu_hours"] == pytest.approx(744.0) and frame["chem"]["quota_use"] == pytest.approx(1.5)
     assert frame["bio"]["quota_gpus"] == 0.0 and frame["bio"]["borrowed_gpu_hours"] == pytest.approx(372.0)
     assert frame["bio"]["quota_use"] is None
-    html = quota_section(quota_inputs()).body
+    html = quota_section(quota_inputs()).render_body()
     assert table_row(html, "chem")[1:] == ["2.0", "3.0", "150.0%", "2,232.0", "1.0", "744.0"]
     assert "Quotas promise 3.0 GPUs of a capacity of 1.3 GPUs: overcommit 2.23 (allowed: 1.50)" in html
 
@@ -111,7 +111,7 @@ def test_quota_with_unused_quota_department_and_without_quotas() -> None:
     assert frame["chem"]["gpu_hours"] == 0.0 and frame["chem"]["used_gpus"] == 0.0  # quota, no use
     assert frame[EVIL_DEPT]["quota_gpus"] == 0.0
     assert frame["physics"]["gpu_hours"] == pytest.approx(310.0)  # both clusters
-    html = quota_section(make_inputs(settings=replace(SETTINGS, quotas=None))).body
+    html = quota_section(make_inputs(settings=replace(SETTINGS, quotas=None))).render_body()
     assert "No quotas are configured" in html
 
 
@@ -142,16 +142,16 @@ def test_flagged_runs_count_a_job_once_with_all_reasons() -> None:
 def test_flagged_jobs_section_escapes_and_shows_reasons() -> None:
     from reports.sections.flags import top_flagged_jobs_section
 
-    html = top_flagged_jobs_section(make_inputs()).body
+    html = top_flagged_jobs_section(make_inputs()).render_body()
     assert esc(EVIL_JOB) in html and "&lt;b&gt;check&lt;/b&gt; loader" in html and "<b>" not in html
     assert "LOW_UTIL, INPUT_BOUND" in html and "90.0" in html and "90.00" in html
 
 
 def test_top_users_by_waste_and_the_per_user_table() -> None:
-    top = top_users_section(make_inputs()).body
+    top = top_users_section(make_inputs()).render_body()
     assert top.index(esc(EVIL_USER)) < top.index(">ann<") and ">bob<" not in top  # bob wasted nothing
     assert "zero-util over threshold; low efficiency" in top
-    users = users_section(make_inputs()).body
+    users = users_section(make_inputs()).render_body()
     assert users.index(">ann<") < users.index(esc(EVIL_USER)) < users.index(">bob<")  # by GPU-hours
     bob = [r for r in users.split("<tr>") if ">bob<" in r][0]
     assert ">unmapped (needs a mapping)</td><td class=\"num\">2</td><td class=\"num\">40.0<" in bob
@@ -166,26 +166,26 @@ def test_hour_of_day_and_day_night_shares() -> None:
     assert periods["weekday day"]["allocated_share"] == pytest.approx(0.5)
     assert periods["weekday night"]["active_of_allocated"] is None  # nothing allocated
     assert periods["weekend"]["active_of_allocated"] == pytest.approx(1.0)
-    html = time_profile_section(inputs).body
+    html = time_profile_section(inputs).render_body()
     assert table_row(html, "weekday day")[1:] == ["2.0", "50.0%", "25.0%", "50.0%"]
-    assert "No hourly GPU rows" in time_profile_section(make_inputs(hourly=None)).body
+    assert "No hourly GPU rows" in time_profile_section(make_inputs(hourly=None)).render_body()
 
 
 def test_partition_view() -> None:
-    html = partitions_section(make_inputs()).body
+    html = partitions_section(make_inputs()).render_body()
     # gpu on alpha: jobs 1, 4, 5 (120 GPU-h; 4 has no signal), H100 at 2.0
     assert table_row(html, "alpha")[1:] == ["gpu", "3", "120.0", "240.00", "75.0%", "20.0", "40.00", "30.0", "39.0"]
     assert esc(EVIL_JOB) in html and EVIL_JOB not in html
 
 
 def test_gpu_model_view_and_unpriced_models() -> None:
-    html = models_section(make_inputs()).body
+    html = models_section(make_inputs()).render_body()
     row = [r for r in html.split("<tr>") if ">A100 3g.40gb<" in r][0]
     for text in ("200.0", "50.0%", "100.0", "100.00", "10.0%", "90.00"):
         assert f">{text}<" in row
     assert "No price configured" not in html
     jobs = pl.concat([jobs_frame(), pl.DataFrame([job("7", gpu_model="B200")])], how="diagonal_relaxed")
-    assert "No price configured for: B200" in models_section(make_inputs(jobs=jobs)).body
+    assert "No price configured for: B200" in models_section(make_inputs(jobs=jobs)).render_body()
 
 
 def test_trends_over_the_months() -> None:
@@ -193,13 +193,13 @@ def test_trends_over_the_months() -> None:
     assert [t["month"] for t in totals] == [PREVIOUS, MONTH]
     assert totals[1]["workload_idle_cost"] == pytest.approx(675.0) and totals[0]["infra_idle_cost"] == pytest.approx(800.0)
     assert totals[1]["infra_idle_gpu_hours"] == pytest.approx(375.0)
-    html = trends_section(make_inputs()).body
+    html = trends_section(make_inputs()).render_body()
     assert "2 months of data" in html and table_row(html, "2025-02")[1:3] == ["800.0", "50.0%"]
     old = clusters_frame().with_columns(pl.lit(PREVIOUS.replace(year=2024)).alias("month")).head(1)
-    assert "2024-02" not in trends_section(make_inputs(clusters=pl.concat([old, clusters_frame()]))).body  # > 12 months
+    assert "2024-02" not in trends_section(make_inputs(clusters=pl.concat([old, clusters_frame()]))).render_body()  # > 12 months
 
 
 def test_coverage_section() -> None:
-    html = coverage_section(make_inputs()).body
+    html = coverage_section(make_inputs()).render_body()
     assert table_row(html, "alpha")[1:] == ["97.5%", "83.3%", "5", "2", "40.0"]
     assert table_row(html, esc(EVIL_CLUSTER))[2] == "n/a"  # no hourly rows for it

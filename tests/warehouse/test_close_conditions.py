@@ -62,8 +62,9 @@ def test_a_missing_day_refuses_until_accepted_then_the_reason_is_stored_and_show
     assert record.rows() == [(reason, gap, 18)]
     with connect(database(site)) as conn:
         frames = read_review_frames(conn, AUG)
-    html = chargeback_section(frames["reconciliation"], frames["focus"], "2026-08", "EUR", frames["closed"]).render()
-    assert f"2026-08 was closed with accepted gaps: {reason} (gaps: {gap})." in html.replace("&#x27;", "'")
+    section = chargeback_section(frames["reconciliation"], frames["focus"], "2026-08", "EUR", frames["closed"])
+    html = str(section.render())  # plain text: Markup.replace would escape its arguments
+    assert f"2026-08 was closed with accepted gaps: {reason} (gaps: {gap})." in html.replace("&#39;", "'")
     assert "2026-08 is closed (since " in html
 
 
