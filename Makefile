@@ -4,13 +4,17 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DEMO_OUT ?= demo
 
-.PHONY: demo test venv venv-test system-deps clean
+.PHONY: demo test lint venv venv-test system-deps clean
 
 demo: $(VENV)/.installed
 	$(BIN)/cardhours demo --out $(DEMO_OUT)
 
-test: $(VENV)/.installed-test system-deps
+test: $(VENV)/.installed-test system-deps lint
 	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 venv: $(VENV)/.installed
 

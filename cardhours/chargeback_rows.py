@@ -54,8 +54,12 @@ def charge_lines(conn: duckdb.DuckDBPyConnection, config: Config, month: date) -
     start, end = month_bounds(month)
     usage = read_frame(conn, USAGE_SQL, [month])
     return int_charge_lines(
-        usage, price_frame(rates, start, end), multiplier_frame(rates.partition_multipliers, "partition_name"),
-        multiplier_frame(rates.qos_multipliers, "qos"), start, end,
+        usage,
+        price_frame(rates, start, end),
+        multiplier_frame(rates.partition_multipliers, "partition_name"),
+        multiplier_frame(rates.qos_multipliers, "qos"),
+        start,
+        end,
     )
 
 
@@ -77,15 +81,22 @@ def focus_rows(conn: duckdb.DuckDBPyConnection, config: Config, month: date, lin
     start, end = month_bounds(month)
     identity = {"currency": config.rates.currency, **config.rates.focus.model_dump()}
     names = {key: department.name for key, department in config.org.departments.items()}
-    idle = int_charge_idle(lines, capacity(config, start, end), price_frame(config.rates, start, end),
-                           config.rates.idle_capacity, start, end)
+    idle = int_charge_idle(
+        lines,
+        capacity(config, start, end),
+        price_frame(config.rates, start, end),
+        config.rates.idle_capacity,
+        start,
+        end,
+    )
     current = fct_chargeback_focus(lines, idle, month, identity, names)
     rows = focus_corrections(current, booked(conn, "chargeback_ledger", month), billing) if closed else current
     return ChargeRows(month, billing, closed, rows)
 
 
-def reconciliation_rows(conn: duckdb.DuckDBPyConnection, config: Config, month: date,
-                        focus: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
+def reconciliation_rows(
+    conn: duckdb.DuckDBPyConnection, config: Config, month: date, focus: pl.DataFrame, jobs: pl.DataFrame
+) -> pl.DataFrame:
     """marts.mart_chargeback_reconciliation rows of charge month ``month`` over ``focus`` /
     ``jobs``: every FOCUS row and job line of that charge month, whatever month books them."""
     start, end = month_bounds(month)

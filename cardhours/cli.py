@@ -31,7 +31,9 @@ DEMO_SEED = 7
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console)
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    )
 
 
 @config_app.command("check")
@@ -52,7 +54,9 @@ def simulate(
     step: Annotated[int, typer.Option(min=1, help="Sample spacing in seconds.")] = 30,
     metrics_format: Annotated[str, typer.Option(help="parquet, om (OpenMetrics for promtool) or both.")] = "both",
     cluster: Annotated[str, typer.Option(help="Cluster name.")] = "sim",
-    kube: Annotated[bool, typer.Option("--kube", help="Add a Kubernetes node pool: kube_state.om, truth_pods.parquet.")] = False,
+    kube: Annotated[
+        bool, typer.Option("--kube", help="Add a Kubernetes node pool: kube_state.om, truth_pods.parquet.")
+    ] = False,
 ) -> None:
     """Write a simulated cluster's inputs: metrics, sacct.txt, a config and truth.parquet."""
     from cardhours.simulate.run import simulate as run_simulation
@@ -66,8 +70,18 @@ def simulate(
         def report(stage: str, done: int, total: int) -> None:
             progress.update(task, description=stage, completed=done, total=total)
 
-        result = run_simulation(out_dir, gpus=gpus, days=days, start=first, seed=seed, step_seconds=step,
-                                metrics_format=metrics_format, cluster=cluster, progress=report, kube=kube)
+        result = run_simulation(
+            out_dir,
+            gpus=gpus,
+            days=days,
+            start=first,
+            seed=seed,
+            step_seconds=step,
+            metrics_format=metrics_format,
+            cluster=cluster,
+            progress=report,
+            kube=kube,
+        )
     out.print(f"simulated {days} days of {gpus} GPUs into {out_dir}", highlight=False)
     for name, path in result.paths().items():
         out.print(f"  {name}: {path}", highlight=False)
@@ -77,9 +91,15 @@ def simulate(
 def run(
     config: Annotated[Path, typer.Option("--config", help="The TOML config file.")],
     month: Annotated[str, typer.Option(help="Month to build, YYYY-MM (UTC).", callback=_month)],
-    accept_gaps: Annotated[str | None, typer.Option(
-        "--accept-gaps", help="Build the month although a day failed or is missing (every day is tried); "
-        "the reason is stored with the build.", callback=reason_option)] = None,
+    accept_gaps: Annotated[
+        str | None,
+        typer.Option(
+            "--accept-gaps",
+            help="Build the month although a day failed or is missing (every day is tried); "
+            "the reason is stored with the build.",
+            callback=reason_option,
+        ),
+    ] = None,
 ) -> None:
     """Materialize every asset of a month through Dagster and print where the outputs went.
 
@@ -115,8 +135,12 @@ def _run_month(config_path: Path, settings: Config, month: str, accept_gaps: str
     lines = [("warehouse", str(outputs.warehouse)), ("review", str(outputs.review))]
     if pages:
         lines.append(("departments", f"{len(pages)} pages in {month_dir / 'departments'}"))
-    for label, name in (("flags", "flagged_jobs.csv"), ("chargeback", "chargeback_focus.csv"),
-                        ("chargeback", "chargeback_focus.parquet"), ("job detail", "chargeback_jobs.csv")):
+    for label, name in (
+        ("flags", "flagged_jobs.csv"),
+        ("chargeback", "chargeback_focus.csv"),
+        ("chargeback", "chargeback_focus.parquet"),
+        ("job detail", "chargeback_jobs.csv"),
+    ):
         if (month_dir / name).is_file():
             lines.append((label, str(month_dir / name)))
     for label, where in lines:
@@ -144,7 +168,9 @@ def _quality_lines(warehouse_path: Path, month: str) -> list[str]:
 
 @app.command()
 def demo(
-    out_dir: Annotated[Path, typer.Option("--out", help="Where the demo's inputs, warehouse and reports go.")] = Path("demo"),
+    out_dir: Annotated[Path, typer.Option("--out", help="Where the demo's inputs, warehouse and reports go.")] = Path(
+        "demo"
+    ),
     gpus: Annotated[int, typer.Option(min=8, help="GPUs in the simulated cluster.")] = DEMO_GPUS,
 ) -> None:
     """Simulate a month of a small cluster (16 nodes x 8 GPUs) and run it end to end."""
@@ -157,8 +183,17 @@ def demo(
         def report(stage: str, done: int, total: int) -> None:
             progress.update(task, description=f"simulate: {stage}", completed=done, total=total)
 
-        result = run_simulation(out_dir, gpus=gpus, days=DEMO_DAYS, start=DEMO_START, seed=DEMO_SEED,
-                                step_seconds=30, metrics_format="parquet", cluster="demo", progress=report)
+        result = run_simulation(
+            out_dir,
+            gpus=gpus,
+            days=DEMO_DAYS,
+            start=DEMO_START,
+            seed=DEMO_SEED,
+            step_seconds=30,
+            metrics_format="parquet",
+            cluster="demo",
+            progress=report,
+        )
     config_path = result.config_path
     _run_month(config_path, _load_or_exit(config_path), month)
 
@@ -171,9 +206,14 @@ def bench_ingest(
     workdir: Annotated[Path | None, typer.Option(help="Work directory (default: a new temporary one).")] = None,
     keep: Annotated[bool, typer.Option(help="Keep the work directory afterwards.")] = False,
     rounds: Annotated[int, typer.Option(min=1, help="Timed rounds of ours and raw (the fastest counts).")] = 3,
-    server_cpus: Annotated[int | None, typer.Option(
-        min=1, help="Run the server on this many CPUs of its own and the timed readers on the others "
-                    "(Linux; default: all share every CPU).")] = None,
+    server_cpus: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Run the server on this many CPUs of its own and the timed readers on the others "
+            "(Linux; default: all share every CPU).",
+        ),
+    ] = None,
 ) -> None:
     """Back-fill a real Prometheus with simulated dcgm-exporter series, then time cardhours'
     ingest against a raw HTTP fetch of the same requests and prometheus-api-client's
@@ -187,9 +227,17 @@ def bench_ingest(
             progress.update(task, description=stage, completed=done, total=total or None)
 
         try:
-            result = run_ingest_bench(gpus=gpus, hours=hours, step_seconds=step, workdir=workdir, keep=keep,
-                                      rounds=rounds, progress=report, server_cpus=server_cpus,
-                                      say=lambda text: console.print(text, highlight=False))
+            result = run_ingest_bench(
+                gpus=gpus,
+                hours=hours,
+                step_seconds=step,
+                workdir=workdir,
+                keep=keep,
+                rounds=rounds,
+                progress=report,
+                server_cpus=server_cpus,
+                say=lambda text: console.print(text, highlight=False),
+            )
         except BenchError as exc:
             console.print(f"[red]bench failed[/red]: {exc}", highlight=False)
             raise typer.Exit(1) from exc
@@ -201,7 +249,9 @@ def bench_marts(
     gpus: Annotated[int, typer.Option(min=8, help="Simulated GPUs (whole 8-GPU nodes).")] = 1000,
     days: Annotated[int, typer.Option(min=1, help="Days of landed data, from 2026-09-01.")] = 30,
     step: Annotated[int, typer.Option(min=1, help="Sample spacing in seconds.")] = 15,
-    workdir: Annotated[Path | None, typer.Option(help="Work directory, reused across runs (default: a new temporary one).")] = None,
+    workdir: Annotated[
+        Path | None, typer.Option(help="Work directory, reused across runs (default: a new temporary one).")
+    ] = None,
     keep: Annotated[bool, typer.Option(help="Keep the work directory afterwards.")] = False,
     rounds: Annotated[int, typer.Option(min=1, help="Timed builds (the fastest counts).")] = 1,
     compare_joins: Annotated[bool, typer.Option(help="Also time the attribution SQL with each join.")] = True,
@@ -217,9 +267,17 @@ def bench_marts(
             progress.update(task, description=stage, completed=done, total=total or None)
 
         try:
-            result = run_marts_bench(gpus=gpus, days=days, step_seconds=step, workdir=workdir, keep=keep,
-                                     rounds=rounds, compare_joins=compare_joins, progress=report,
-                                     say=lambda text: console.print(text, highlight=False))
+            result = run_marts_bench(
+                gpus=gpus,
+                days=days,
+                step_seconds=step,
+                workdir=workdir,
+                keep=keep,
+                rounds=rounds,
+                compare_joins=compare_joins,
+                progress=report,
+                say=lambda text: console.print(text, highlight=False),
+            )
         except BenchError as exc:
             console.print(f"[red]bench failed[/red]: {exc}", highlight=False)
             raise typer.Exit(1) from exc

@@ -9,7 +9,15 @@ from typing import Annotated
 import typer
 
 from cardhours.cli_support import (
-    console, fail, load_or_exit, locked, month_option, opened, out, reason_option, require_warehouse,
+    console,
+    fail,
+    load_or_exit,
+    locked,
+    month_option,
+    opened,
+    out,
+    reason_option,
+    require_warehouse,
 )
 
 ledger_app = typer.Typer(help="The closed chargeback ledger.", no_args_is_help=True)
@@ -34,9 +42,15 @@ def _frozen_exports(conn, reports_dir: Path, month: date) -> Path:
 def close(
     config: Annotated[Path, typer.Option("--config", help="The TOML config file.")],
     month: Annotated[str, typer.Option(help="Billing month to close, YYYY-MM (UTC).", callback=month_option)],
-    accept_gaps: Annotated[str | None, typer.Option(
-        "--accept-gaps", help="Close although days are missing or failed, the month is in its grace period, or "
-        "coverage/quarantine are out of limits; the reason is stored with the month.", callback=reason_option)] = None,
+    accept_gaps: Annotated[
+        str | None,
+        typer.Option(
+            "--accept-gaps",
+            help="Close although days are missing or failed, the month is in its grace period, or "
+            "coverage/quarantine are out of limits; the reason is stored with the month.",
+            callback=reason_option,
+        ),
+    ] = None,
 ) -> None:
     """Close a billing month: freeze its chargeback rows in the hash-chained ledger.
 
@@ -59,21 +73,33 @@ def close(
         try:
             manifest = _frozen_exports(conn, settings.reports.dir, first)
         except OSError as exc:
-            raise fail("closed, but its files are not written", f"{month} is closed in the ledger; writing its "
-                       f"export files or MANIFEST.sha256 under {settings.reports.dir / month} failed ({exc}): fix "
-                       "that and run cardhours close again, which writes them") from exc
-    state = f"was already closed at {result.closed_at:%Y-%m-%d %H:%M:%S}Z; ledger unchanged" if result.already else "closed"
-    out.print(f"month {month} {state}: {result.focus_rows} FOCUS rows, {result.job_lines} job lines, "
-              f"billed {result.billed_cost} {settings.rates.currency}", highlight=False)
-    out.print(f"  head hash: {result.head_hash or 'none (closed before the hash chain; the next close seals it)'}",
-              highlight=False)
+            raise fail(
+                "closed, but its files are not written",
+                f"{month} is closed in the ledger; writing its "
+                f"export files or MANIFEST.sha256 under {settings.reports.dir / month} failed ({exc}): fix "
+                "that and run cardhours close again, which writes them",
+            ) from exc
+    state = (
+        f"was already closed at {result.closed_at:%Y-%m-%d %H:%M:%S}Z; ledger unchanged" if result.already else "closed"
+    )
+    out.print(
+        f"month {month} {state}: {result.focus_rows} FOCUS rows, {result.job_lines} job lines, "
+        f"billed {result.billed_cost} {settings.rates.currency}",
+        highlight=False,
+    )
+    out.print(
+        f"  head hash: {result.head_hash or 'none (closed before the hash chain; the next close seals it)'}",
+        highlight=False,
+    )
     if result.accepted_gaps:
         out.print(f"  gaps accepted: {result.accepted_gaps}", highlight=False)
     elif accept_gaps and not result.already:
         console.print("--accept-gaps was not needed: the month had no gaps (no reason stored)", highlight=False)
     if result.sealed:
-        out.print(f"  sealed:    {', '.join(f'{m:%Y-%m}' for m in result.sealed)} (closed before the hash chain)",
-                  highlight=False)
+        out.print(
+            f"  sealed:    {', '.join(f'{m:%Y-%m}' for m in result.sealed)} (closed before the hash chain)",
+            highlight=False,
+        )
     out.print(f"  ledger:    marts.chargeback_ledger in {path}", highlight=False)
     for name in EXPORTS:
         out.print(f"  export:    {settings.reports.dir / month / name}", highlight=False)
@@ -98,5 +124,8 @@ def verify(config: Annotated[Path, typer.Option("--config", help="The TOML confi
     if result.head_month is None:
         out.print(f"ledger ok: no closed months in {path}", highlight=False)
         return
-    out.print(f"ledger ok: {result.months} closed month(s), {result.rows} rows; head hash of "
-              f"{result.head_month:%Y-%m}: {result.head_hash}", highlight=False)
+    out.print(
+        f"ledger ok: {result.months} closed month(s), {result.rows} rows; head hash of "
+        f"{result.head_month:%Y-%m}: {result.head_hash}",
+        highlight=False,
+    )

@@ -78,8 +78,12 @@ def opened(path: Path, verdict: str) -> Iterator[duckdb.DuckDBPyConnection]:
         raise fail(verdict, f"warehouse {path}: {exc}") from exc
     except duckdb.IOException as exc:
         first = str(exc).splitlines()[0]
-        raise fail(verdict, f"warehouse {path} is open in another program (not a cardhours run or close, which "
-                            f"would be named): {first}", BUSY_EXIT) from exc
+        raise fail(
+            verdict,
+            f"warehouse {path} is open in another program (not a cardhours run or close, which "
+            f"would be named): {first}",
+            BUSY_EXIT,
+        ) from exc
     try:
         yield conn
     finally:

@@ -30,21 +30,31 @@ def refusal(month: date, blockers: list[str], gaps: list[str]) -> str:
         lines.append("Fix these, then close again (--accept-gaps does not override them):")
         lines += [f"  - {line}" for line in blockers]
     if gaps:
-        lines.append("Gaps: land or wait for them, or close anyway with --accept-gaps \"reason\" (stored with the month):")
+        lines.append(
+            'Gaps: land or wait for them, or close anyway with --accept-gaps "reason" (stored with the month):'
+        )
         lines += [f"  - {line}" for line in gaps]
     return "\n".join(lines)
 
 
-def _close(conn: duckdb.DuckDBPyConnection, config: Config, month: date, now: datetime,
-           accept_gaps: str | None) -> Closed:
+def _close(
+    conn: duckdb.DuckDBPyConnection, config: Config, month: date, now: datetime, accept_gaps: str | None
+) -> Closed:
     regular = first_row(
-        conn, "SELECT count(*) FROM marts.fct_chargeback_focus WHERE billing_month = ? AND charge_month = ?", [month, month]
+        conn,
+        "SELECT count(*) FROM marts.fct_chargeback_focus WHERE billing_month = ? AND charge_month = ?",
+        [month, month],
     )
     if not regular or not regular[0]:
-        raise CloseError(f"no chargeback rows for {month:%Y-%m}: run the month first (cardhours run --month {month:%Y-%m})")
+        raise CloseError(
+            f"no chargeback rows for {month:%Y-%m}: run the month first (cardhours run --month {month:%Y-%m})"
+        )
     conditions = month_conditions(conn, config, month, now)
-    blockers = [*conditions.blockers, *[f"does not reconcile: {p}" for p in reconciliation_problems(conn, month)],
-                *[f"the stored marts differ from a recomputation: {p}" for p in recompute_problems(conn, config, month)]]
+    blockers = [
+        *conditions.blockers,
+        *[f"does not reconcile: {p}" for p in reconciliation_problems(conn, month)],
+        *[f"the stored marts differ from a recomputation: {p}" for p in recompute_problems(conn, config, month)],
+    ]
     if blockers or (conditions.gaps and not accept_gaps):
         raise CloseError(refusal(month, blockers, conditions.gaps))
     sealed = seal_unchained(conn)
@@ -53,8 +63,9 @@ def _close(conn: duckdb.DuckDBPyConnection, config: Config, month: date, now: da
     return replace(closed, sealed=tuple(sealed))
 
 
-def close_month(conn: duckdb.DuckDBPyConnection, config: Config, month: date, now: datetime,
-                accept_gaps: str | None = None) -> Closed:
+def close_month(
+    conn: duckdb.DuckDBPyConnection, config: Config, month: date, now: datetime, accept_gaps: str | None = None
+) -> Closed:
     """Freeze billing month ``month`` (its first day) at ``now`` (naive UTC). Closing a closed
     month changes nothing. Raises ``CloseError`` naming everything that stands in the way."""
     previous = closed_record(conn, month)

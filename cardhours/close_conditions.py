@@ -34,16 +34,23 @@ def _grace(config: Config, month: date, now: datetime) -> list[str]:
     opens = datetime.combine(next_month(month), time()) + timedelta(days=grace)
     if now >= opens:
         return []
-    return [f"{month:%Y-%m} may close from {opens:%Y-%m-%d %H:%M}Z (the month's end + close.grace_days = {grace} "
-            f"for late accounting); it is {now:%Y-%m-%d %H:%M}Z"]
+    return [
+        f"{month:%Y-%m} may close from {opens:%Y-%m-%d %H:%M}Z (the month's end + close.grace_days = {grace} "
+        f"for late accounting); it is {now:%Y-%m-%d %H:%M}Z"
+    ]
 
 
 def _coverage(conn: duckdb.DuckDBPyConnection, config: Config, month: date) -> list[str]:
-    rows = conn.execute("SELECT cluster, sample_coverage FROM marts.mart_cluster_monthly WHERE month = ? "
-                        "ORDER BY cluster", [month]).fetchall()
+    rows = conn.execute(
+        "SELECT cluster, sample_coverage FROM marts.mart_cluster_monthly WHERE month = ? ORDER BY cluster", [month]
+    ).fetchall()
     least = config.close.min_coverage
-    return [f"cluster {cluster!r}: sample coverage {coverage:.1%} below close.min_coverage {least:.1%} "
-            f"(marts.mart_cluster_monthly)" for cluster, coverage in rows if coverage is not None and coverage < least]
+    return [
+        f"cluster {cluster!r}: sample coverage {coverage:.1%} below close.min_coverage {least:.1%} "
+        f"(marts.mart_cluster_monthly)"
+        for cluster, coverage in rows
+        if coverage is not None and coverage < least
+    ]
 
 
 def _quarantine(config: Config, landings: pl.DataFrame) -> list[str]:
@@ -52,8 +59,10 @@ def _quarantine(config: Config, landings: pl.DataFrame) -> list[str]:
     lines = []
     for r in totals.sort("cluster", "source").iter_rows(named=True):
         if r["screened"] and r["quarantined"] / r["screened"] > most:
-            lines.append(f"cluster {r['cluster']!r} {r['source']}: {r['quarantined'] / r['screened']:.2%} quarantined "
-                         f"({r['quarantined']:,} of {r['screened']:,}) over close.max_quarantine_share {most:.2%}")
+            lines.append(
+                f"cluster {r['cluster']!r} {r['source']}: {r['quarantined'] / r['screened']:.2%} quarantined "
+                f"({r['quarantined']:,} of {r['screened']:,}) over close.max_quarantine_share {most:.2%}"
+            )
     return lines
 
 
@@ -63,19 +72,27 @@ def _build(conn: duckdb.DuckDBPyConnection, charge: date) -> list[str]:
     if build is None:
         return [f"no monthly build of {charge:%Y-%m} is recorded: {again}"]
     if build.status != FINISHED:
-        return [f"the last monthly build of {charge:%Y-%m} (started {build.started_at:%Y-%m-%d %H:%M:%S}Z) did not "
-                f"finish, so its marts may be half rewritten: {again}"]
+        return [
+            f"the last monthly build of {charge:%Y-%m} (started {build.started_at:%Y-%m-%d %H:%M:%S}Z) did not "
+            f"finish, so its marts may be half rewritten: {again}"
+        ]
     landings = month_landings(conn, charge, next_month(charge)).filter(pl.col("landed_at").is_not_null())
     if build.landed_through is not None:
         landings = landings.filter(pl.col("landed_at") > build.landed_through)
     if landings.is_empty():
         return []
     last = landings.sort("landed_at").row(-1, named=True)
-    built = f"built over landings through {build.landed_through:%Y-%m-%d %H:%M:%S}Z" if build.landed_through else \
-        "built without a record of its landings"
-    return [f"the marts of {charge:%Y-%m} are stale: {landings.height} landing(s) came after its last build ({built}), "
-            f"the latest cluster {last['cluster']!r} {last['source']} {last['day']} at {last['landed_at']:%Y-%m-%d %H:%M:%S}Z: "
-            f"{again}"]
+    built = (
+        f"built over landings through {build.landed_through:%Y-%m-%d %H:%M:%S}Z"
+        if build.landed_through
+        else "built without a record of its landings"
+    )
+    return [
+        f"the marts of {charge:%Y-%m} are stale: {landings.height} landing(s) came after its last build ({built}), "
+        f"the latest cluster {last['cluster']!r} {last['source']} {last['day']} "
+        f"at {last['landed_at']:%Y-%m-%d %H:%M:%S}Z: "
+        f"{again}"
+    ]
 
 
 def month_conditions(conn: duckdb.DuckDBPyConnection, config: Config, month: date, now: datetime) -> Conditions:

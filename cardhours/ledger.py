@@ -64,8 +64,10 @@ def closed_months(conn: duckdb.DuckDBPyConnection) -> dict[date, datetime]:
 def closed_record(conn: duckdb.DuckDBPyConnection, month: date) -> Closed | None:
     """The closed month's record (``already=True``), or None when it is open."""
     row = first_row(
-        conn, "SELECT closed_at, focus_rows, job_lines, billed_cost, head_hash, accepted_gaps "
-        "FROM marts.chargeback_closed_months WHERE billing_month = ?", [month],
+        conn,
+        "SELECT closed_at, focus_rows, job_lines, billed_cost, head_hash, accepted_gaps "
+        "FROM marts.chargeback_closed_months WHERE billing_month = ?",
+        [month],
     )
     return Closed(month, row[0], int(row[1]), int(row[2]), row[3], row[4], row[5], already=True) if row else None
 
@@ -86,8 +88,11 @@ def booked(conn: duckdb.DuckDBPyConnection, table: str, charge_month: date) -> p
     """Ledger rows (without the close's own columns) of a charge month, from every closed billing month."""
     if table not in ("chargeback_ledger", "chargeback_ledger_jobs"):
         raise ValueError(f"not a ledger table: {table!r}")
-    return read_frame(conn, f"SELECT * EXCLUDE (closed_at, ledger_seq, row_hash) FROM marts.{table} "
-                            "WHERE charge_month = ?", [charge_month])
+    return read_frame(
+        conn,
+        f"SELECT * EXCLUDE (closed_at, ledger_seq, row_hash) FROM marts.{table} WHERE charge_month = ?",
+        [charge_month],
+    )
 
 
 def ledger_rows(conn: duckdb.DuckDBPyConnection, month: date) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -98,10 +103,14 @@ def ledger_rows(conn: duckdb.DuckDBPyConnection, month: date) -> tuple[pl.DataFr
 
 def charge_months(conn: duckdb.DuckDBPyConnection, billing: date) -> list[date]:
     """The charge months with FOCUS rows or job lines booked in billing month ``billing``."""
-    return [r[0] for r in conn.execute(
-        "SELECT charge_month FROM marts.fct_chargeback_focus WHERE billing_month = ? UNION "
-        "SELECT charge_month FROM marts.fct_chargeback_jobs WHERE billing_month = ? ORDER BY 1", [billing, billing],
-    ).fetchall()]
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT charge_month FROM marts.fct_chargeback_focus WHERE billing_month = ? UNION "
+            "SELECT charge_month FROM marts.fct_chargeback_jobs WHERE billing_month = ? ORDER BY 1",
+            [billing, billing],
+        ).fetchall()
+    ]
 
 
 def reconciliation_problems(conn: duckdb.DuckDBPyConnection, month: date) -> list[str]:
@@ -114,7 +123,9 @@ def reconciliation_problems(conn: duckdb.DuckDBPyConnection, month: date) -> lis
         for row in rows.iter_rows(named=True):
             failed = [name for name in CHECKS if not row[name]]
             if failed:
-                problems.append(f"cluster {row['cluster']!r} charge month {charge_month:%Y-%m}: {', '.join(failed)} failed")
+                problems.append(
+                    f"cluster {row['cluster']!r} charge month {charge_month:%Y-%m}: {', '.join(failed)} failed"
+                )
     return problems
 
 
@@ -128,25 +139,39 @@ def _insert(conn: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) ->
         conn.unregister(view)
 
 
-def freeze_month(conn: duckdb.DuckDBPyConnection, month: date, closed_at: datetime,
-                 accepted_gaps: str | None, gaps: list[str]) -> Closed:
+def freeze_month(
+    conn: duckdb.DuckDBPyConnection, month: date, closed_at: datetime, accepted_gaps: str | None, gaps: list[str]
+) -> Closed:
     """Append billing month ``month`` to the ledger and its chain (inside the caller's transaction)."""
     seq, previous = chain_tip(conn)
     frozen: dict[str, pl.DataFrame] = {}
     for table, (source, order) in SOURCES.items():
         rows = read_frame(conn, f"{source} WHERE billing_month = ?", [month]).sort(order, nulls_last=True)
-        rows = as_table(rows.with_columns(pl.lit(closed_at, pl.Datetime("us")).alias("closed_at")),
-                        table_schema(conn, table))
+        rows = as_table(
+            rows.with_columns(pl.lit(closed_at, pl.Datetime("us")).alias("closed_at")), table_schema(conn, table)
+        )
         frozen[table], previous = chain(rows, table, previous, seq + 1)
         seq += rows.height
     focus, jobs = frozen[FOCUS_TABLE], frozen[JOBS_TABLE]
     cost = focus.get_column("BilledCost").sum() if focus.height else Decimal("0.00")
     currency = focus.get_column("BillingCurrency").min() if focus.height else None
-    record = as_table(pl.DataFrame([{
-        "billing_month": month, "closed_at": closed_at, "focus_rows": focus.height, "job_lines": jobs.height,
-        "billed_cost": Decimal(cost), "currency": currency, "accepted_gaps": accepted_gaps,
-        "gaps": "\n".join(gaps) if gaps else None,
-    }]), table_schema(conn, MONTHS_TABLE))
+    record = as_table(
+        pl.DataFrame(
+            [
+                {
+                    "billing_month": month,
+                    "closed_at": closed_at,
+                    "focus_rows": focus.height,
+                    "job_lines": jobs.height,
+                    "billed_cost": Decimal(cost),
+                    "currency": currency,
+                    "accepted_gaps": accepted_gaps,
+                    "gaps": "\n".join(gaps) if gaps else None,
+                }
+            ]
+        ),
+        table_schema(conn, MONTHS_TABLE),
+    )
     record, head = chain(record, MONTHS_TABLE, previous, seq + 1)
     for table, rows in ((FOCUS_TABLE, focus), (JOBS_TABLE, jobs), (MONTHS_TABLE, record)):
         _insert(conn, table, rows)
@@ -156,9 +181,12 @@ def freeze_month(conn: duckdb.DuckDBPyConnection, month: date, closed_at: dateti
 def seal_unchained(conn: duckdb.DuckDBPyConnection) -> list[date]:
     """Chain the months closed before the ledger was hash-chained (oldest first), inside the
     caller's transaction: their rows keep their content and gain ``ledger_seq`` and hashes."""
-    months = [r[0] for r in conn.execute(
-        "SELECT billing_month FROM marts.chargeback_closed_months WHERE ledger_seq IS NULL ORDER BY billing_month"
-    ).fetchall()]
+    months = [
+        r[0]
+        for r in conn.execute(
+            "SELECT billing_month FROM marts.chargeback_closed_months WHERE ledger_seq IS NULL ORDER BY billing_month"
+        ).fetchall()
+    ]
     seq, previous = chain_tip(conn)
     for month in months:
         for table in (FOCUS_TABLE, JOBS_TABLE, MONTHS_TABLE):
@@ -177,7 +205,9 @@ def _update_chain(conn: duckdb.DuckDBPyConnection, table: str, rowids: pl.Series
     view = f"_cardhours_seal_{uuid.uuid4().hex}"
     conn.register(view, update.to_arrow())
     try:
-        conn.execute(f"UPDATE {table} SET {SEQ} = v.{SEQ}, {hash_column} = v._hash FROM {quote_ident(view)} v "
-                     f"WHERE {table}.rowid = v._rowid")
+        conn.execute(
+            f"UPDATE {table} SET {SEQ} = v.{SEQ}, {hash_column} = v._hash FROM {quote_ident(view)} v "
+            f"WHERE {table}.rowid = v._rowid"
+        )
     finally:
         conn.unregister(view)

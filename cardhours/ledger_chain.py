@@ -33,7 +33,11 @@ from warehouse import first_row, read_frame
 
 GENESIS = "0" * 64
 SEQ = "ledger_seq"
-FOCUS_TABLE, JOBS_TABLE, MONTHS_TABLE = "marts.chargeback_ledger", "marts.chargeback_ledger_jobs", "marts.chargeback_closed_months"
+FOCUS_TABLE, JOBS_TABLE, MONTHS_TABLE = (
+    "marts.chargeback_ledger",
+    "marts.chargeback_ledger_jobs",
+    "marts.chargeback_closed_months",
+)
 HASH_COLUMN = {FOCUS_TABLE: "row_hash", JOBS_TABLE: "row_hash", MONTHS_TABLE: "head_hash"}
 
 
@@ -51,8 +55,12 @@ def canonical(frame: pl.DataFrame, table: str) -> list[str]:
     """Each row's canonical serialization (module docstring), without the table's hash column."""
     names = sorted(c for c in frame.columns if c != HASH_COLUMN[table])
     texts = frame.select(_text(name, frame.schema[name]) for name in names)
-    return [json.dumps({k: v for k, v in zip(names, row) if v is not None}, separators=(",", ":"), ensure_ascii=False)
-            for row in texts.iter_rows()]
+    return [
+        json.dumps(
+            {k: v for k, v in zip(names, row, strict=True) if v is not None}, separators=(",", ":"), ensure_ascii=False
+        )
+        for row in texts.iter_rows()
+    ]
 
 
 def link(previous: str, table: str, text: str) -> str:
@@ -88,7 +96,8 @@ def chain(frame: pl.DataFrame, table: str, previous: str, first_seq: int) -> tup
 def chain_tip(conn: duckdb.DuckDBPyConnection) -> tuple[int, str]:
     """(ledger_seq, head hash) of the newest chained month; (0, GENESIS) for an empty chain."""
     row = first_row(
-        conn, "SELECT ledger_seq, head_hash FROM marts.chargeback_closed_months WHERE ledger_seq IS NOT NULL "
-        "ORDER BY ledger_seq DESC LIMIT 1"
+        conn,
+        "SELECT ledger_seq, head_hash FROM marts.chargeback_closed_months WHERE ledger_seq IS NOT NULL "
+        "ORDER BY ledger_seq DESC LIMIT 1",
     )
     return (int(row[0]), str(row[1])) if row else (0, GENESIS)

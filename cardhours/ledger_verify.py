@@ -61,25 +61,34 @@ def _walk(month: date, items: list[Item], previous: str, expected: int, focus_ro
         seq = row[SEQ]
         if seq > expected:
             lost = FOCUS_TABLE if expected - first < focus_rows else JOBS_TABLE
-            raise _Broken(f"{lost}, billing month {month:%Y-%m}: the row at ledger_seq {expected} is missing "
-                          f"(deleted after the close?); expected ledger_seq {expected}, found {seq} next "
-                          f"({_where(table, month, row)})")
+            raise _Broken(
+                f"{lost}, billing month {month:%Y-%m}: the row at ledger_seq {expected} is missing "
+                f"(deleted after the close?); expected ledger_seq {expected}, found {seq} next "
+                f"({_where(table, month, row)})"
+            )
         if seq < expected:
-            raise _Broken(f"{_where(table, month, row)}: ledger_seq {seq} again or out of place (expected {expected}): "
-                          "a row was added or moved")
+            raise _Broken(
+                f"{_where(table, month, row)}: ledger_seq {seq} again or out of place (expected {expected}): "
+                "a row was added or moved"
+            )
         found = row[HASH_COLUMN[table]]
         wanted = link(previous, table, text)
         if found != wanted:
-            raise _Broken(f"{_where(table, month, row)}: expected hash {wanted} (from its content now), found {found} "
-                          "(recorded at the close): the row was changed after the close (or the row before it was)")
+            raise _Broken(
+                f"{_where(table, month, row)}: expected hash {wanted} (from its content now), found {found} "
+                "(recorded at the close): the row was changed after the close (or the row before it was)"
+            )
         previous, expected = found, seq + 1
     return previous, expected
 
 
 def _stray(conn: duckdb.DuckDBPyConnection) -> None:
     for table in (FOCUS_TABLE, JOBS_TABLE):
-        row = first_row(conn, f"SELECT billing_month, count(*) FROM {table} WHERE billing_month NOT IN "
-                        "(SELECT billing_month FROM marts.chargeback_closed_months) GROUP BY 1 ORDER BY 1 LIMIT 1")
+        row = first_row(
+            conn,
+            f"SELECT billing_month, count(*) FROM {table} WHERE billing_month NOT IN "
+            "(SELECT billing_month FROM marts.chargeback_closed_months) GROUP BY 1 ORDER BY 1 LIMIT 1",
+        )
         if row:
             raise _Broken(f"{table}: {row[1]} row(s) of billing month {row[0]:%Y-%m}, which is not closed")
 
@@ -92,13 +101,16 @@ def verify_ledger(conn: duckdb.DuckDBPyConnection) -> Verified:
         unsealed = months.filter(pl.col(SEQ).is_null())
         if unsealed.height:
             listed = ", ".join(f"{m:%Y-%m}" for m in unsealed.get_column("billing_month"))
-            raise _Broken(f"billing month(s) {listed} were closed before the ledger was hash-chained and are not "
-                          "sealed yet: the next cardhours close seals them")
+            raise _Broken(
+                f"billing month(s) {listed} were closed before the ledger was hash-chained and are not "
+                "sealed yet: the next cardhours close seals them"
+            )
         for record, text in zip(months.iter_rows(named=True), canonical(months, MONTHS_TABLE), strict=True):
             month = record["billing_month"]
             items = _items(conn, month)
-            previous, expected = _walk(month, [*items, (MONTHS_TABLE, record, text)], previous, expected,
-                                       record["focus_rows"])
+            previous, expected = _walk(
+                month, [*items, (MONTHS_TABLE, record, text)], previous, expected, record["focus_rows"]
+            )
             rows, head_month = rows + len(items), month
         _stray(conn)
     except _Broken as broken:

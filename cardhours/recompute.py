@@ -55,8 +55,11 @@ def row_differences(table: str, stored: pl.DataFrame, recomputed: pl.DataFrame) 
         elif all(row[f"{k}_new"] is None for k in keys):
             lines.append(f"{table}: stored row ({describe(table, row)}) is not in the recomputation")
         else:
-            changed = [f"{c} stored {row[c]}, recomputed {row[c + '_new']}"
-                       for c in columns if c not in keys and row[c] != row[c + "_new"]]
+            changed = [
+                f"{c} stored {row[c]}, recomputed {row[c + '_new']}"
+                for c in columns
+                if c not in keys and row[c] != row[c + "_new"]
+            ]
             lines.append(f"{table} row ({describe(table, row)}): {'; '.join(changed)}")
     if not lines and s.height != r.height:
         lines.append(f"{table}: {s.height} rows stored, {r.height} recomputed (duplicate rows)")
@@ -80,14 +83,18 @@ def _charge_month_problems(conn: duckdb.DuckDBPyConnection, config: Config, bill
     problems, whole = [], {}
     for table, rows in computed.items():
         if rows.billing_month != billing:
-            return [f"charge month {charge:%Y-%m}: its rows would now be booked in {rows.billing_month:%Y-%m}, "
-                    f"not {billing:%Y-%m}: run {charge:%Y-%m} again"]
+            return [
+                f"charge month {charge:%Y-%m}: its rows would now be booked in {rows.billing_month:%Y-%m}, "
+                f"not {billing:%Y-%m}: run {charge:%Y-%m} again"
+            ]
         stored = read_frame(conn, f"SELECT * FROM {table} WHERE charge_month = ?", [charge])
         mine = pl.col("billing_month") == billing
         problems += row_differences(table, stored.filter(mine), rows.rows)
         whole[table] = pl.concat([_typed(stored.filter(~mine), rows.rows), rows.rows], how="vertical_relaxed")
     table = "marts.mart_chargeback_reconciliation"
-    rec = reconciliation_rows(conn, config, charge, whole["marts.fct_chargeback_focus"], whole["marts.fct_chargeback_jobs"])
+    rec = reconciliation_rows(
+        conn, config, charge, whole["marts.fct_chargeback_focus"], whole["marts.fct_chargeback_jobs"]
+    )
     stored = read_frame(conn, f"SELECT * FROM {table} WHERE month = ?", [charge])
     return problems + row_differences(table, stored, rec)
 

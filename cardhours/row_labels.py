@@ -8,8 +8,10 @@ from datetime import datetime
 FOCUS = ["cluster", "x_ChargeKind", "SubAccountId", "SkuPriceId", "ChargeClass"]
 JOBS = ["cluster", "job_id_raw", "start_time", "charge_period_start", "sku_price_id", "charge_class"]
 LABELS = {
-    "marts.fct_chargeback_focus": FOCUS, "marts.chargeback_ledger": FOCUS,
-    "marts.fct_chargeback_jobs": JOBS, "marts.chargeback_ledger_jobs": JOBS,
+    "marts.fct_chargeback_focus": FOCUS,
+    "marts.chargeback_ledger": FOCUS,
+    "marts.fct_chargeback_jobs": JOBS,
+    "marts.chargeback_ledger_jobs": JOBS,
     "marts.mart_chargeback_reconciliation": ["cluster", "month"],
     "marts.chargeback_closed_months": ["billing_month"],
 }

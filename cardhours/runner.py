@@ -17,8 +17,8 @@ from pathlib import Path
 from dagster import DagsterEventType, DagsterInstance, ExecuteInProcessResult
 
 from cardhours.config import Config
-from pipelines.definitions import build_definitions
 from pipelines.assets.gate import GATE_STEP
+from pipelines.definitions import build_definitions
 from pipelines.partitions import days_of_month, month_key
 from warehouse.lock import hold_warehouse
 
@@ -101,7 +101,8 @@ def run_month(
             if problem and not accept_gaps:
                 raise RunFailed(
                     f"day {day} failed: {problem}. The monthly build of {month} did not run: fix the cause and "
-                    f"run the month again, or build over the failed day with --accept-gaps \"reason\"")
+                    f'run the month again, or build over the failed day with --accept-gaps "reason"'
+                )
             if problem:
                 failed.append(f"{day}: {problem}")
         if progress:
@@ -113,14 +114,17 @@ def run_month(
         if progress:
             progress("done", total, total)
     reports_dir = config.reports.dir
-    return MonthOutputs(month, config.warehouse.path, reports_dir, reports_dir / month / "review.html", len(days),
-                        tuple(failed))
+    return MonthOutputs(
+        month, config.warehouse.path, reports_dir, reports_dir / month / "review.html", len(days), tuple(failed)
+    )
 
 
 def _attempt(job, partition_key: str, instance: DagsterInstance, run_config: dict | None = None) -> str | None:
     """Run one partition; None when it succeeded, else what failed."""
     result = job.execute_in_process(
-        partition_key=partition_key, instance=instance, run_config={**QUIET_RUN_CONFIG, **(run_config or {})},
+        partition_key=partition_key,
+        instance=instance,
+        run_config={**QUIET_RUN_CONFIG, **(run_config or {})},
         raise_on_error=False,
     )
     return None if result.success else _failure_text(result)

@@ -14,8 +14,12 @@ from warehouse import read_frame
 
 SACCT_SOURCES = ("sacct", "stg_slurm__jobs")
 QUARANTINE_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
-    "cluster": pl.String(), "source": pl.String(), "reason": pl.String(), "rows": pl.Int64(), "example": pl.String(),
-}  # fmt: skip
+    "cluster": pl.String(),
+    "source": pl.String(),
+    "reason": pl.String(),
+    "rows": pl.Int64(),
+    "example": pl.String(),
+}
 _QUARANTINE_SQL = """
 SELECT cluster, source, location, reason, coalesce(n_rows, 1) AS n_rows FROM raw.quarantine
 WHERE partition_key >= ? AND partition_key < ? ORDER BY cluster, source, location
@@ -45,8 +49,12 @@ def quarantine_summary(conn: duckdb.DuckDBPyConnection, month: date) -> pl.DataF
     summary = keyed.group_by("cluster", "source", "_key", maintain_order=True).agg(
         pl.col("n_rows").sum().alias("rows"), pl.col("_example").first().alias("example")
     )
-    return summary.rename({"_key": "reason"}).sort("cluster", "source", "rows", descending=[False, False, True])\
-        .select(list(QUARANTINE_SUMMARY_SCHEMA)).cast(QUARANTINE_SUMMARY_SCHEMA)
+    return (
+        summary.rename({"_key": "reason"})
+        .sort("cluster", "source", "rows", descending=[False, False, True])
+        .select(list(QUARANTINE_SUMMARY_SCHEMA))
+        .cast(QUARANTINE_SUMMARY_SCHEMA)
+    )
 
 
 def runaway_runs(conn: duckdb.DuckDBPyConnection, month: date) -> pl.DataFrame:

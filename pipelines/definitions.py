@@ -12,8 +12,8 @@ from dagster import Definitions, EnvVar
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
 from pipelines.assets.gate import month_landed
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
-from pipelines.assets.kube import raw_kube_series, stg_kube__jobs_asset, stg_kube__pods_asset
 from pipelines.assets.intermediate import int_gpu_minutes_attributed_asset
+from pipelines.assets.kube import raw_kube_series, stg_kube__jobs_asset, stg_kube__pods_asset
 from pipelines.assets.kube_marts import mart_deployment_monthly_asset, mart_kube_queue_monthly_asset
 from pipelines.assets.marts import (
     fct_gpu_hourly_asset,

@@ -19,8 +19,16 @@ def utc_now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def landed(cluster: str, day: date, source: str, rows: int, quarantined: int, screened: int,
-           status: str = OK, detail: str | None = None) -> Statement:
+def landed(
+    cluster: str,
+    day: date,
+    source: str,
+    rows: int,
+    quarantined: int,
+    screened: int,
+    status: str = OK,
+    detail: str | None = None,
+) -> Statement:
     """The landing to record with the partition write (``replace_partition(also=[...])``)."""
     return landing_statement(Landing(cluster, day, source, utc_now(), status, rows, quarantined, screened, detail))
 

@@ -20,9 +20,7 @@ def naive_window(window: TimeWindow) -> tuple[datetime, datetime]:
 def days_of_month(month: str) -> list[str]:
     """Daily partition keys of a ``YYYY-MM`` month."""
     first = date.fromisoformat(f"{month}-01")
-    keys = daily_partitions.get_partition_keys_in_range(
-        _month_range(first)
-    )
+    keys = daily_partitions.get_partition_keys_in_range(_month_range(first))
     return list(keys)
 
 

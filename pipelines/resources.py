@@ -8,8 +8,8 @@ the runner already holds it; the run's own acquisitions then only count up and d
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date, datetime
 from functools import cached_property
 

@@ -11,7 +11,7 @@ The run key is the month, so a month is requested once however often the schedul
 No ``from __future__ import annotations`` here: Dagster reads the resource parameter's type.
 """
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from dagster import RunRequest, ScheduleEvaluationContext, SkipReason, schedule
@@ -45,5 +45,5 @@ def review_tick(when: datetime, settings: ScheduleConfig) -> RunRequest | SkipRe
     description="The previous UTC month's marts and reports, on the 1st at the config's [schedule] hour and timezone.",
 )
 def monthly_review_schedule(context: ScheduleEvaluationContext, cardhours: CardhoursResource):
-    when = context.scheduled_execution_time or datetime.now(timezone.utc)
+    when = context.scheduled_execution_time or datetime.now(UTC)
     return review_tick(when, cardhours.config.schedule)

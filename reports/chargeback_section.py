@@ -52,16 +52,21 @@ def closed_lines(closed: pl.DataFrame, month: str) -> list[str]:
         name = f"{r['billing_month']:%Y-%m}"
         head = f", head hash {r['head_hash']}" if r.get("head_hash") else ""
         if name == month:
-            lines.append(f"{month} is closed (since {r['closed_at']:%Y-%m-%d %H:%M}Z{head}): its ledger rows are "
-                         "frozen; later changes are Correction rows in the next open month.")
+            lines.append(
+                f"{month} is closed (since {r['closed_at']:%Y-%m-%d %H:%M}Z{head}): its ledger rows are "
+                "frozen; later changes are Correction rows in the next open month."
+            )
         if r.get("accepted_gaps"):
             gaps = "; ".join((r.get("gaps") or "").splitlines())
-            lines.append(f"{name} was closed with accepted gaps: {r['accepted_gaps']} (gaps: {gaps or 'not recorded'}).")
+            lines.append(
+                f"{name} was closed with accepted gaps: {r['accepted_gaps']} (gaps: {gaps or 'not recorded'})."
+            )
     return lines
 
 
-def chargeback_section(reconciliation: pl.DataFrame, focus: pl.DataFrame, month: str, currency: str,
-                       closed: pl.DataFrame | None = None) -> Section:
+def chargeback_section(
+    reconciliation: pl.DataFrame, focus: pl.DataFrame, month: str, currency: str, closed: pl.DataFrame | None = None
+) -> Section:
     """``reconciliation``: marts.mart_chargeback_reconciliation rows of the month;
     ``focus``: marts.fct_chargeback_focus rows of the billing month (regular + corrections);
     ``closed``: marts.chargeback_closed_months rows up to the month (closed months, accepted gaps)."""
@@ -70,24 +75,30 @@ def chargeback_section(reconciliation: pl.DataFrame, focus: pl.DataFrame, month:
     if reconciliation.is_empty():
         return Section("chargeback", "Chargeback reconciliation", "sections/chargeback.html", values)
     values["failed"] = [label for flag, label in CHECK_LABELS.items() if not reconciliation.get_column(flag).all()]
-    values["clusters"] = table(reconciliation, [
-        Column("cluster", "Cluster"),
-        Column("capacity_gpu_hours", "Capacity (GPU-h)", _hours, numeric=True),
-        Column("charged_gpu_hours", "Charged (GPU-h)", _hours, numeric=True),
-        Column("idle_gpu_hours", "Idle (GPU-h)", _hours, numeric=True),
-        Column("billed_cost", f"Billed ({currency})", _money, numeric=True),
-        Column("idle_cost", f"Idle cost ({currency})", _money, numeric=True),
-        Column("correction_cost", f"Corrections ({currency})", _money, numeric=True),
-        Column("job_detail_cost", f"Job detail ({currency})", _money, numeric=True),
-        *[Column(flag, label, _ok) for flag, label in CHECK_LABELS.items()],
-    ])
-    values["departments"] = table(_departments(focus), [
-        Column("cluster", "Cluster"),
-        Column("department", "Department (SubAccount)", wrap=True),
-        Column("gpu_hours", "Charged GPU-h", _hours, numeric=True),
-        Column("usage_cost", f"Usage ({currency})", _money, numeric=True),
-        Column("idle_cost", f"Idle share ({currency})", _money, numeric=True),
-        Column("correction_cost", f"Corrections ({currency})", _money, numeric=True),
-        Column("total_cost", f"Total ({currency})", _money, numeric=True),
-    ])
+    values["clusters"] = table(
+        reconciliation,
+        [
+            Column("cluster", "Cluster"),
+            Column("capacity_gpu_hours", "Capacity (GPU-h)", _hours, numeric=True),
+            Column("charged_gpu_hours", "Charged (GPU-h)", _hours, numeric=True),
+            Column("idle_gpu_hours", "Idle (GPU-h)", _hours, numeric=True),
+            Column("billed_cost", f"Billed ({currency})", _money, numeric=True),
+            Column("idle_cost", f"Idle cost ({currency})", _money, numeric=True),
+            Column("correction_cost", f"Corrections ({currency})", _money, numeric=True),
+            Column("job_detail_cost", f"Job detail ({currency})", _money, numeric=True),
+            *[Column(flag, label, _ok) for flag, label in CHECK_LABELS.items()],
+        ],
+    )
+    values["departments"] = table(
+        _departments(focus),
+        [
+            Column("cluster", "Cluster"),
+            Column("department", "Department (SubAccount)", wrap=True),
+            Column("gpu_hours", "Charged GPU-h", _hours, numeric=True),
+            Column("usage_cost", f"Usage ({currency})", _money, numeric=True),
+            Column("idle_cost", f"Idle share ({currency})", _money, numeric=True),
+            Column("correction_cost", f"Corrections ({currency})", _money, numeric=True),
+            Column("total_cost", f"Total ({currency})", _money, numeric=True),
+        ],
+    )
     return Section("chargeback", "Chargeback reconciliation", "sections/chargeback.html", values)

@@ -17,7 +17,14 @@ from __future__ import annotations
 import polars as pl
 
 from transforms.dated_cost import (  # noqa: F401  (the pages import them from here)
-    EARLIEST, LATEST, SEGMENT_SCHEMA, base_model, price_key, undated_segments, unpriced_models, with_dated_cost,
+    EARLIEST,
+    LATEST,
+    SEGMENT_SCHEMA,
+    base_model,
+    price_key,
+    undated_segments,
+    unpriced_models,
+    with_dated_cost,
     with_job_costs,
 )
 

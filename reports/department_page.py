@@ -33,9 +33,13 @@ def narrow(inputs: ReviewInputs, department: str) -> ReviewInputs:
     departments = inputs.departments.filter(mine)
     clusters = set(inputs.this_month(departments)["cluster"].to_list())
     return replace(
-        inputs, departments=departments, jobs=inputs.jobs.filter(mine), flags=inputs.flags.filter(mine),
-        users=inputs.users.filter(mine), clusters=inputs.clusters.filter(pl.col("cluster").is_in(clusters)),
-    )  # fmt: skip
+        inputs,
+        departments=departments,
+        jobs=inputs.jobs.filter(mine),
+        flags=inputs.flags.filter(mine),
+        users=inputs.users.filter(mine),
+        clusters=inputs.clusters.filter(pl.col("cluster").is_in(clusters)),
+    )
 
 
 def summary_section(mine: ReviewInputs) -> Section:
@@ -59,10 +63,13 @@ def department_trend(departments: pl.DataFrame) -> pl.DataFrame:
     return (
         departments.group_by("month")
         .agg(pl.col(c).sum() for c in ("gpu_hours", "measured_gpu_hours", "active_gpu_hours", "idle_gpu_hours"))
-        .with_columns(pl.when(pl.col("measured_gpu_hours") > 0)
-                      .then(pl.col("active_gpu_hours") / pl.col("measured_gpu_hours")).alias("utilization"))
+        .with_columns(
+            pl.when(pl.col("measured_gpu_hours") > 0)
+            .then(pl.col("active_gpu_hours") / pl.col("measured_gpu_hours"))
+            .alias("utilization")
+        )
         .sort("month")
-    )  # fmt: skip
+    )
 
 
 TREND_COLUMNS = [

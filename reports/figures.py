@@ -90,10 +90,7 @@ def utilization_bins(jobs: pl.DataFrame, bin_pct: int = 5) -> pl.DataFrame:
     return (
         jobs.filter(pl.col("utilization").is_not_null())
         .with_columns(
-            ((pl.col("utilization") * 100 / bin_pct).floor() * bin_pct)
-            .clip(0, top)
-            .cast(pl.Int32)
-            .alias("bin_start")
+            ((pl.col("utilization") * 100 / bin_pct).floor() * bin_pct).clip(0, top).cast(pl.Int32).alias("bin_start")
         )
         .group_by("cluster", "bin_start")
         .agg(pl.col("gpu_hours").sum())

@@ -2,9 +2,9 @@
 
 Columns (COLUMNS, in order): cluster, job_id, user, account, department, partition, gpus,
 gpu_hours, utilization (0-1 ratio), utilization_signal, reasons (``;``-separated codes,
-most severe first, then in cardhours/contracts/flags.py order), severity (the highest), recommendation (each reason's, most severe
-first, space-separated), idle_cost (the run's idle GPU-hours x its model's GPU-hour rate,
-in the config's currency; empty when the model has no rate).
+most severe first, then in cardhours/contracts/flags.py order), severity (the highest),
+recommendation (each reason's, most severe first, space-separated), idle_cost (the run's idle
+GPU-hours x its model's GPU-hour rate, in the config's currency; empty when the model has no rate).
 
 RFC 4180: comma-separated, ``\\n`` line ends, a header line, fields with commas, quotes or
 line breaks quoted (quotes doubled). Text columns go through reports.csv_guard: text that a
@@ -25,8 +25,20 @@ from cardhours.contracts.flags import REASON_RANK, SEVERITY_RANK
 from reports.csv_guard import guard_text_columns
 
 COLUMNS = (
-    "cluster", "job_id", "user", "account", "department", "partition", "gpus", "gpu_hours",
-    "utilization", "utilization_signal", "reasons", "severity", "recommendation", "idle_cost",
+    "cluster",
+    "job_id",
+    "user",
+    "account",
+    "department",
+    "partition",
+    "gpus",
+    "gpu_hours",
+    "utilization",
+    "utilization_signal",
+    "reasons",
+    "severity",
+    "recommendation",
+    "idle_cost",
 )
 RUN = ["cluster", "job_id", "job_id_raw", "start_time"]
 
@@ -38,16 +50,28 @@ def per_job(flags: pl.DataFrame) -> pl.DataFrame:
         _reason=pl.col("reason").replace_strict(REASON_RANK, return_dtype=pl.Int32),
     ).sort([*RUN, "_severity", "_reason"], nulls_last=False)
     runs = ranked.group_by(RUN, maintain_order=True).agg(
-        pl.col("user_name", "account", "department", "partition_name", "gpus", "gpu_hours", "utilization",
-               "utilization_signal", "idle_cost").first(),
+        pl.col(
+            "user_name",
+            "account",
+            "department",
+            "partition_name",
+            "gpus",
+            "gpu_hours",
+            "utilization",
+            "utilization_signal",
+            "idle_cost",
+        ).first(),
         pl.col("reason").str.join(";").alias("reasons"),
         pl.col("severity").first(),
         pl.col("_severity").first(),
         pl.col("recommendation").unique(maintain_order=True).str.join(" ").alias("recommendation"),
         pl.col("wasted_gpu_hours").max().alias("_wasted"),
     )
-    ordered = runs.sort(["_severity", "_wasted", "cluster", "job_id", "start_time"],
-                        descending=[False, True, False, False, False], nulls_last=True)
+    ordered = runs.sort(
+        ["_severity", "_wasted", "cluster", "job_id", "start_time"],
+        descending=[False, True, False, False, False],
+        nulls_last=True,
+    )
     return ordered.rename({"user_name": "user", "partition_name": "partition"}).select(COLUMNS)
 
 
@@ -71,7 +95,5 @@ def flagged_jobs_csv(flags: pl.DataFrame) -> str:
     writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     writer.writerow(COLUMNS)
     for row in guard_text_columns(per_job(flags)).iter_rows(named=True):
-        writer.writerow(
-            _number(row[c], _DIGITS[c]) if c in _DIGITS else _text(row[c]) for c in COLUMNS
-        )
+        writer.writerow(_number(row[c], _DIGITS[c]) if c in _DIGITS else _text(row[c]) for c in COLUMNS)
     return buffer.getvalue()

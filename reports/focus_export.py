@@ -60,11 +60,15 @@ def write_chargeback_files(focus: pl.DataFrame, jobs: pl.DataFrame, reports_dir:
     }
 
 
-def export_billing_month(conn: duckdb.DuckDBPyConnection, reports_dir: Path, billing: date,
-                         closed: Collection[date]) -> dict[str, Path]:
+def export_billing_month(
+    conn: duckdb.DuckDBPyConnection, reports_dir: Path, billing: date, closed: Collection[date]
+) -> dict[str, Path]:
     """Write the files of billing month ``billing`` (first day); ``closed``: the closed billing months."""
-    focus_table, jobs_table = (("chargeback_ledger", "chargeback_ledger_jobs") if billing in closed
-                               else ("fct_chargeback_focus", "fct_chargeback_jobs"))  # fixed names, no values
+    focus_table, jobs_table = (
+        ("chargeback_ledger", "chargeback_ledger_jobs")
+        if billing in closed
+        else ("fct_chargeback_focus", "fct_chargeback_jobs")
+    )  # fixed names, no values
     focus = read_frame(conn, f"SELECT * FROM marts.{focus_table} WHERE billing_month = ?", [billing])
     jobs = read_frame(conn, f"SELECT * FROM marts.{jobs_table} WHERE billing_month = ?", [billing])
     return write_chargeback_files(focus, jobs, reports_dir, f"{billing:%Y-%m}")

@@ -33,9 +33,23 @@ from reports.tables import Column, Link, Table, table
 from reports.templating import render
 
 __all__ = [
-    "NA", "Column", "Link", "Section", "Table", "esc_plotly", "figure_html", "fmt_datetime", "fmt_float",
-    "fmt_int", "fmt_minutes", "fmt_pct", "fmt_text", "fmt_trimmed", "render_page", "table",
-]  # fmt: skip
+    "NA",
+    "Column",
+    "Link",
+    "Section",
+    "Table",
+    "esc_plotly",
+    "figure_html",
+    "fmt_datetime",
+    "fmt_float",
+    "fmt_int",
+    "fmt_minutes",
+    "fmt_pct",
+    "fmt_text",
+    "fmt_trimmed",
+    "render_page",
+    "table",
+]
 
 FIGURE_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -84,9 +98,7 @@ def _plotlyjs() -> Markup:
     return Markup(bundle)
 
 
-def render_page(
-    template: str, sections: Sequence[Section], templates_dir: Path | None = None, **values: Any
-) -> str:
+def render_page(template: str, sections: Sequence[Section], templates_dir: Path | None = None, **values: Any) -> str:
     """A complete, self-contained HTML document (inline CSS and plotly.js, no network) from a
     page template (``review.html``, ``department.html``), its sections and its ``values``."""
     for section in sections:

@@ -32,8 +32,13 @@ def model_months(runs: pl.DataFrame, model_hours: pl.DataFrame, segments: pl.Dat
         (pl.col("allocated_seconds").sum() / 3600).alias("allocated_gpu_hours"),
         priced_sum("infra_idle_cost"),
     )
-    jobs = with_job_costs(runs, segments, pl.col("month")).group_by(MODEL_KEY).agg(
-        pl.col("gpu_hours").sum(), pl.col("idle_gpu_hours").sum(),
-        priced_sum("idle_cost").alias("workload_idle_cost"),
-    )  # fmt: skip
+    jobs = (
+        with_job_costs(runs, segments, pl.col("month"))
+        .group_by(MODEL_KEY)
+        .agg(
+            pl.col("gpu_hours").sum(),
+            pl.col("idle_gpu_hours").sum(),
+            priced_sum("idle_cost").alias("workload_idle_cost"),
+        )
+    )
     return capacity.join(jobs, on=MODEL_KEY, how="full", coalesce=True, nulls_equal=True).sort(MODEL_KEY)

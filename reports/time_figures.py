@@ -23,10 +23,15 @@ def monthly_hours_figure(months: pl.DataFrame) -> go.Figure:
     if "infra_idle_gpu_hours" in months.columns:
         series.append(("infra_idle_gpu_hours", "infra idle", INFRA_COLOR))
     for column, name, color in series:
-        fig.add_trace(go.Bar(
-            x=labels, y=months[column].fill_null(0.0).to_list(), name=name, marker=dict(color=color),
-            hovertemplate=f"%{{x}}<br>{name}: %{{y:,.1f}} GPU-hours<extra></extra>",
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=months[column].fill_null(0.0).to_list(),
+                name=name,
+                marker=dict(color=color),
+                hovertemplate=f"%{{x}}<br>{name}: %{{y:,.1f}} GPU-hours<extra></extra>",
+            )
+        )
     fig.update_layout(**base_layout(340, "month", "GPU-hours"))
     fig.update_layout(barmode="stack")
     fig.update_xaxes(type="category")
@@ -45,11 +50,16 @@ def monthly_shares_figure(shares: pl.DataFrame) -> go.Figure:
         color = CLUSTER_COLORS[index % len(CLUSTER_COLORS)]
         name = esc_plotly(cluster)
         for column, what, dash in (("allocated_share", "allocated", "solid"), ("active_share", "active", "dot")):
-            fig.add_trace(go.Scatter(
-                x=[f"{m:%Y-%m}" for m in part["month"]], y=(part[column] * 100).to_list(),
-                mode="lines+markers", name=f"{name}: {what}", line=dict(color=color, dash=dash),
-                hovertemplate=f"{name} %{{x}}<br>{what}: %{{y:.1f}}%<extra></extra>",
-            ))  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=[f"{m:%Y-%m}" for m in part["month"]],
+                    y=(part[column] * 100).to_list(),
+                    mode="lines+markers",
+                    name=f"{name}: {what}",
+                    line=dict(color=color, dash=dash),
+                    hovertemplate=f"{name} %{{x}}<br>{what}: %{{y:.1f}}%<extra></extra>",
+                )
+            )
     fig.update_layout(**base_layout(340, "month", "%"))
     fig.update_xaxes(type="category")
     fig.update_yaxes(range=[0, 105])
@@ -63,11 +73,16 @@ def hour_of_day_figure(profile: pl.DataFrame) -> go.Figure:
     """
     fig = go.Figure()
     for column, name, color in (("allocated_share", "allocated", IDLE_COLOR), ("active_share", "active", ACTIVE_COLOR)):
-        fig.add_trace(go.Scatter(
-            x=profile["hour_of_day"].to_list(), y=(profile[column] * 100).to_list(), name=name,
-            mode="lines+markers", line=dict(color=color),
-            hovertemplate=f"%{{x}}:00 UTC<br>{name}: %{{y:.1f}}% of capacity<extra></extra>",
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=profile["hour_of_day"].to_list(),
+                y=(profile[column] * 100).to_list(),
+                name=name,
+                mode="lines+markers",
+                line=dict(color=color),
+                hovertemplate=f"%{{x}}:00 UTC<br>{name}: %{{y:.1f}}% of capacity<extra></extra>",
+            )
+        )
     fig.update_layout(**base_layout(320, "hour of day (UTC)", "% of capacity"))
     fig.update_xaxes(range=[-0.5, 23.5], dtick=2)
     fig.update_yaxes(range=[0, 105])
@@ -82,11 +97,18 @@ def weekday_hour_figure(grid: pl.DataFrame) -> go.Figure:
     z = [[None] * 24 for _ in WEEKDAYS]
     for weekday, hour, share in grid.select("weekday", "hour_of_day", "allocated_share").iter_rows():
         z[weekday - 1][hour] = None if share is None else share * 100
-    fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(24)), y=list(WEEKDAYS), zmin=0, zmax=100, colorscale="Blues",
-        colorbar=dict(title=dict(text="% allocated")),
-        hovertemplate="%{y} %{x}:00 UTC<br>allocated: %{z:.1f}%<extra></extra>",
-    ))  # fmt: skip
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=list(range(24)),
+            y=list(WEEKDAYS),
+            zmin=0,
+            zmax=100,
+            colorscale="Blues",
+            colorbar=dict(title=dict(text="% allocated")),
+            hovertemplate="%{y} %{x}:00 UTC<br>allocated: %{z:.1f}%<extra></extra>",
+        )
+    )
     fig.update_layout(**base_layout(300, "hour of day (UTC)"))
     fig.update_yaxes(autorange="reversed")
     return fig

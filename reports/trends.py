@@ -21,10 +21,11 @@ def _share(num: str, den: str) -> pl.Expr:
 def cluster_shares(clusters: pl.DataFrame) -> pl.DataFrame:
     """Per cluster and month: allocated share of capacity, active share of allocated."""
     return clusters.select(
-        "cluster", "month",
+        "cluster",
+        "month",
         _share("allocated_gpu_hours", "capacity_gpu_hours").alias("allocated_share"),
         _share("active_gpu_hours", "allocated_gpu_hours").alias("active_share"),
-    ).sort("cluster", "month")  # fmt: skip
+    ).sort("cluster", "month")
 
 
 def monthly_totals(inputs: ReviewInputs) -> pl.DataFrame:
@@ -32,7 +33,9 @@ def monthly_totals(inputs: ReviewInputs) -> pl.DataFrame:
     costs = inputs.models.group_by("month").agg(pl.col("workload_idle_cost").sum(), pl.col("infra_idle_cost").sum())
     return (
         inputs.clusters.group_by("month")
-        .agg(pl.col(c).sum() for c in ("capacity_gpu_hours", "allocated_gpu_hours", "active_gpu_hours", "idle_gpu_hours"))
+        .agg(
+            pl.col(c).sum() for c in ("capacity_gpu_hours", "allocated_gpu_hours", "active_gpu_hours", "idle_gpu_hours")
+        )
         .with_columns(
             (pl.col("capacity_gpu_hours") - pl.col("allocated_gpu_hours")).alias("infra_idle_gpu_hours"),
             _share("allocated_gpu_hours", "capacity_gpu_hours").alias("allocated_share"),
@@ -40,7 +43,7 @@ def monthly_totals(inputs: ReviewInputs) -> pl.DataFrame:
         )
         .join(costs, on="month", how="left")
         .sort("month")
-    )  # fmt: skip
+    )
 
 
 def trend_columns(currency: str) -> list[Column]:

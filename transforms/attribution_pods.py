@@ -13,7 +13,8 @@ the row is split evenly between them (``pod_name_reuse``, from the pods' edge mi
 # stg_kube__jobs' job key (transforms/stg_kube__jobs.py job_key) in SQL: replica and bare pods
 # are their own job, other owners group their pods.
 POD_JOB_KEY = """CASE WHEN owner_kind IS NULL OR owner_kind IN ('<none>', 'ReplicaSet', 'StatefulSet', 'DaemonSet',
-    'ReplicationController') THEN namespace || '/' || pod ELSE namespace || '/' || owner_kind || '/' || owner_name END"""
+    'ReplicationController') THEN namespace || '/' || pod
+    ELSE namespace || '/' || owner_kind || '/' || owner_name END"""
 
 POD_RUN_CTES = f"""pod_runs AS (
     SELECT job_id_raw, namespace, pod, run_start, run_end, min(pod_start) OVER (PARTITION BY job_id_raw) AS start_time
@@ -30,7 +31,8 @@ pod_run_hours AS (
 pod_name_reuse AS (
     SELECT namespace, pod, minute, count(*) AS n_pods FROM (
         SELECT DISTINCT namespace, pod, run_start, minute FROM (
-            SELECT namespace, pod, run_start, date_trunc('minute', run_start) AS minute FROM pod_runs WHERE run_end > run_start
+            SELECT namespace, pod, run_start, date_trunc('minute', run_start) AS minute
+            FROM pod_runs WHERE run_end > run_start
             UNION ALL
             SELECT namespace, pod, run_start, date_trunc('minute', run_end - INTERVAL 1 MICROSECOND) FROM pod_runs
             WHERE run_end > run_start))
@@ -46,7 +48,8 @@ POD_LABEL_CTES = """shared_gpu_minutes AS (
 ),
 pod_minutes AS (
     SELECT m.*, CASE WHEN g.held IS NULL THEN 1.0
-                     ELSE greatest(g.largest, least(g.held, greatest(1, floor(60 / step_seconds)))) / g.held END AS share
+                     ELSE greatest(g.largest, least(g.held, greatest(1, floor(60 / step_seconds)))) / g.held
+                END AS share
     FROM minutes m CROSS JOIN params LEFT JOIN shared_gpu_minutes g
       ON g.hostname = m.hostname AND g.gpu = m.gpu AND g.instance = coalesce(m.gpu_i_id, -1) AND g.minute = m.minute
     WHERE m.hpc_job IS NULL AND m.pod IS NOT NULL

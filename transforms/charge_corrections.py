@@ -19,7 +19,9 @@ from transforms.charge_money import scaled_decimal, to_scaled_int
 
 def _summed(frame: pl.DataFrame, keys: Sequence[str], measures: Mapping[str, int]) -> pl.DataFrame:
     ints = [
-        (to_scaled_int(pl.col(m), s) if frame.schema[m].is_decimal() else pl.col(m).cast(pl.Int64)).fill_null(0).alias(m)
+        (to_scaled_int(pl.col(m), s) if frame.schema[m].is_decimal() else pl.col(m).cast(pl.Int64))
+        .fill_null(0)
+        .alias(m)
         for m, s in measures.items()
     ]
     others = [c for c in frame.columns if c not in keys and c not in measures]
@@ -48,7 +50,6 @@ def differences(
         *[pl.coalesce(pl.col(c), pl.col(f"{c}_booked")).alias(c) for c in others],
     ).filter(pl.any_horizontal(pl.col(m) != 0 for m in measures))
     return rows.with_columns(
-        (scaled_decimal(pl.col(m), s) if current.schema[m].is_decimal() else pl.col(m))
-        .cast(current.schema[m]).alias(m)
+        (scaled_decimal(pl.col(m), s) if current.schema[m].is_decimal() else pl.col(m)).cast(current.schema[m]).alias(m)
         for m, s in measures.items()
     ).select(current.columns)

@@ -50,17 +50,22 @@ def largest_remainder(
         pl.when(weights > 0).then(exact % weights).otherwise(0).alias("_rem"),
         (weights > 0).alias("_weighted"),
     )
-    ranked = with_floor.sort([*over, "_rem", *order], descending=[False] * len(over) + [True] + [False] * len(order),
-                             nulls_last=True)
+    ranked = with_floor.sort(
+        [*over, "_rem", *order], descending=[False] * len(over) + [True] + [False] * len(order), nulls_last=True
+    )
     ranked = ranked.with_columns(pl.int_range(1, pl.len() + 1).over(over).alias("_rank"))
     left = pl.col(total).cast(pl.Int128) - pl.col("_floor").sum().over(over)
-    first = ranked.sort([*over, *order], nulls_last=True).with_columns(
-        (pl.int_range(pl.len()).over(over) == 0).alias("_first")
-    ).select("_row", "_first")
+    first = (
+        ranked.sort([*over, *order], nulls_last=True)
+        .with_columns((pl.int_range(pl.len()).over(over) == 0).alias("_first"))
+        .select("_row", "_first")
+    )
     ranked = ranked.join(first, on="_row")
-    share = pl.when(pl.col("_weighted")).then(
-        pl.col("_floor") + pl.when(pl.col("_rank") <= left).then(1).otherwise(0)
-    ).otherwise(pl.when(pl.col("_first")).then(pl.col(total)).otherwise(0))
+    share = (
+        pl.when(pl.col("_weighted"))
+        .then(pl.col("_floor") + pl.when(pl.col("_rank") <= left).then(1).otherwise(0))
+        .otherwise(pl.when(pl.col("_first")).then(pl.col(total)).otherwise(0))
+    )
     return (
         ranked.with_columns(share.cast(pl.Int64).alias(out))
         .sort("_row")
@@ -72,12 +77,14 @@ def scaled_decimal(value: pl.Expr, scale: int, precision: int = 18) -> pl.Expr:
     """An integer in units of 10^-scale as an exact decimal (12345, 2 -> 123.45)."""
     factor = 10**scale
     magnitude = value.cast(pl.Int128).abs()
-    text = pl.concat_str([
-        pl.when(value < 0).then(pl.lit("-")).otherwise(pl.lit("")),
-        (magnitude // factor).cast(pl.String),
-        pl.lit("."),
-        (magnitude % factor).cast(pl.String).str.zfill(scale),
-    ])
+    text = pl.concat_str(
+        [
+            pl.when(value < 0).then(pl.lit("-")).otherwise(pl.lit("")),
+            (magnitude // factor).cast(pl.String),
+            pl.lit("."),
+            (magnitude % factor).cast(pl.String).str.zfill(scale),
+        ]
+    )
     return pl.when(value.is_null()).then(None).otherwise(text).cast(pl.Decimal(precision, scale))
 
 

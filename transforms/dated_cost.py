@@ -26,9 +26,11 @@ from transforms.price_segments import MIG_SUFFIX, held_interval, over_segments
 _MIG_SUFFIX = re.compile(MIG_SUFFIX)
 EARLIEST, LATEST = datetime(1, 1, 1), datetime(9999, 1, 1)
 SEGMENT_SCHEMA = {
-    "gpu_model": pl.String, "charge_period_start": pl.Datetime("us"), "charge_period_end": pl.Datetime("us"),
+    "gpu_model": pl.String,
+    "charge_period_start": pl.Datetime("us"),
+    "charge_period_end": pl.Datetime("us"),
     "list_unit_price": pl.Float64,
-}  # fmt: skip
+}
 
 
 def base_model(gpu_model: str) -> str:
@@ -57,8 +59,10 @@ def unpriced_models(models: Iterable[str | None], segments: pl.DataFrame) -> lis
 def _keyed(frame: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFrame:
     priced = set(segments["gpu_model"])
     models = frame["gpu_model"].unique().to_list()
-    keys = pl.DataFrame({"gpu_model": models, "_key": [price_key(m, priced) for m in models]},
-                        schema={"gpu_model": pl.String, "_key": pl.String})  # fmt: skip
+    keys = pl.DataFrame(
+        {"gpu_model": models, "_key": [price_key(m, priced) for m in models]},
+        schema={"gpu_model": pl.String, "_key": pl.String},
+    )
     return frame.join(keys, on="gpu_model", how="left", nulls_equal=True, maintain_order="left")
 
 

@@ -32,10 +32,14 @@ def mig_device_rows(
     carrying = rows_where(carrying, frame.select(carries).to_series() & keep)
     if carrying.is_empty():
         return frame, frame.clear()
-    device = _gpu_of(carrying).group_by(*GPU, "ts", maintain_order=True).agg(
-        *(pl.col(c).min() for c in labels),
-        *(pl.col(f).max() for f in DEVICE_FIELDS),
-        *((pl.col(f).max() != pl.col(f).min()).fill_null(False).alias(f"_split_{f}") for f in DEVICE_FIELDS),
+    device = (
+        _gpu_of(carrying)
+        .group_by(*GPU, "ts", maintain_order=True)
+        .agg(
+            *(pl.col(c).min() for c in labels),
+            *(pl.col(f).max() for f in DEVICE_FIELDS),
+            *((pl.col(f).max() != pl.col(f).min()).fill_null(False).alias(f"_split_{f}") for f in DEVICE_FIELDS),
+        )
     )
     counts["mig_device_values_moved"] = int(carrying.select(pl.col(DEVICE_FIELDS).count()).sum_horizontal().item())
     counts["mig_device_field_disagreement"] = int(device.select(pl.sum_horizontal(pl.col("^_split_.*$").sum())).item())

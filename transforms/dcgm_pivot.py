@@ -44,10 +44,7 @@ def _label_sets(normalized: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     if normalized.get_column("series_id").is_duplicated().any():
         raise ValueError("series_id is not unique in the normalized series")
     sets = (
-        normalized.select(LABEL_COLUMNS)
-        .unique()
-        .sort([*SORT_KEY, *TIEBREAK], nulls_last=False)
-        .with_row_index("_set")
+        normalized.select(LABEL_COLUMNS).unique().sort([*SORT_KEY, *TIEBREAK], nulls_last=False).with_row_index("_set")
     )
     series_map = normalized.join(sets, on=LABEL_COLUMNS, nulls_equal=True).select(
         pl.col("series_id").cast(pl.UInt32()),

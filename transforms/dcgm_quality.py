@@ -59,8 +59,18 @@ from transforms.dcgm_runs import ORDER, RUN_LABELS, label_runs, ordered_rows, ro
 from transforms.dcgm_sentinels import is_invalid, quarantine_rows, value_events
 
 __all__ = [  # re-exported too: the screening's parts keep their names here
-    "DEVICE_FIELDS", "DUPLICATE_REASON", "GPU", "ORDER", "RESTART_KEY", "RUN_LABELS", "SERIES", "SOURCE", "VOLATILE",
-    "ScreenResult", "quarantine_share", "screen_samples",
+    "DEVICE_FIELDS",
+    "DUPLICATE_REASON",
+    "GPU",
+    "ORDER",
+    "RESTART_KEY",
+    "RUN_LABELS",
+    "SERIES",
+    "SOURCE",
+    "VOLATILE",
+    "ScreenResult",
+    "quarantine_share",
+    "screen_samples",
 ]
 
 SOURCE = "dcgm"
@@ -118,7 +128,7 @@ def screen_samples(wide: pl.DataFrame, partition_key: str) -> ScreenResult:
 
     flagged = rows_where(frame, frame.select(pl.any_horizontal(is_invalid(f) for f in fields)).to_series() & keep)
     events += value_events(flagged, fields)
-    bad = [f for f, e in zip(fields, events[len(fields):]) if e.height]
+    bad = [f for f, e in zip(fields, events[len(fields) :], strict=True) if e.height]
     frame = frame.with_columns(pl.when(~is_invalid(f)).then(pl.col(f)).alias(f) for f in bad)
 
     frame, device_rows = mig_device_rows(frame, keep, run, runs, counts)

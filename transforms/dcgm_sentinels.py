@@ -139,9 +139,7 @@ def quarantine_rows(events: pl.DataFrame, partition_key: str, source: str) -> pl
         .otherwise(pl.col("reason"))
     )
     text = lambda c: pl.col(c).cast(pl.String()).fill_null("-")  # noqa: E731
-    optional = [
-        pl.when(pl.col(c).is_not_null()).then(pl.format(" {}={}", pl.lit(c), c)) for c in K8S_LABELS
-    ]
+    optional = [pl.when(pl.col(c).is_not_null()).then(pl.format(" {}={}", pl.lit(c), c)) for c in K8S_LABELS]
     always = map(text, ("hostname", "gpu", "uuid", "gpu_i_id", "hpc_job"))
     location = pl.concat_str(
         pl.format("hostname={} gpu={} uuid={} gpu_i_id={} hpc_job={}", *always),

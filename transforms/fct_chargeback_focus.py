@@ -30,31 +30,88 @@ RATIO = pl.Decimal(9, 6)
 TS = pl.Datetime("us")
 S = pl.String()
 FOCUS_COLUMNS: dict[str, pl.DataType] = {
-    "BilledCost": MONEY, "BillingAccountId": S, "BillingAccountName": S, "BillingCurrency": S,
-    "BillingPeriodEnd": TS, "BillingPeriodStart": TS, "ChargeCategory": S, "ChargeClass": S,
-    "ChargeDescription": S, "ChargeFrequency": S, "ChargePeriodEnd": TS, "ChargePeriodStart": TS,
-    "ConsumedQuantity": QUANTITY, "ConsumedUnit": S, "ContractedCost": MONEY, "ContractedUnitPrice": PRICE,
-    "EffectiveCost": MONEY, "InvoiceId": S, "InvoiceIssuerName": S, "ListCost": MONEY,
-    "ListUnitPrice": PRICE, "PricingCategory": S, "PricingQuantity": QUANTITY, "PricingUnit": S,
-    "ProviderName": S, "PublisherName": S, "ResourceId": S, "ResourceName": S, "ResourceType": S,
-    "ServiceCategory": S, "ServiceName": S, "ServiceSubcategory": S, "SkuId": S, "SkuMeter": S,
-    "SkuPriceId": S, "SubAccountId": S, "SubAccountName": S, "Tags": S,
+    "BilledCost": MONEY,
+    "BillingAccountId": S,
+    "BillingAccountName": S,
+    "BillingCurrency": S,
+    "BillingPeriodEnd": TS,
+    "BillingPeriodStart": TS,
+    "ChargeCategory": S,
+    "ChargeClass": S,
+    "ChargeDescription": S,
+    "ChargeFrequency": S,
+    "ChargePeriodEnd": TS,
+    "ChargePeriodStart": TS,
+    "ConsumedQuantity": QUANTITY,
+    "ConsumedUnit": S,
+    "ContractedCost": MONEY,
+    "ContractedUnitPrice": PRICE,
+    "EffectiveCost": MONEY,
+    "InvoiceId": S,
+    "InvoiceIssuerName": S,
+    "ListCost": MONEY,
+    "ListUnitPrice": PRICE,
+    "PricingCategory": S,
+    "PricingQuantity": QUANTITY,
+    "PricingUnit": S,
+    "ProviderName": S,
+    "PublisherName": S,
+    "ResourceId": S,
+    "ResourceName": S,
+    "ResourceType": S,
+    "ServiceCategory": S,
+    "ServiceName": S,
+    "ServiceSubcategory": S,
+    "SkuId": S,
+    "SkuMeter": S,
+    "SkuPriceId": S,
+    "SubAccountId": S,
+    "SubAccountName": S,
+    "Tags": S,
 }
 X_COLUMNS: dict[str, pl.DataType] = {
-    "x_ActiveGpuHours": QUANTITY, "x_IdleGpuHours": QUANTITY, "x_Utilization": RATIO, "x_JobCount": pl.Int64(),
-    "x_Division": S, "x_IdleShare": RATIO, "x_ChargeKind": S,
+    "x_ActiveGpuHours": QUANTITY,
+    "x_IdleGpuHours": QUANTITY,
+    "x_Utilization": RATIO,
+    "x_JobCount": pl.Int64(),
+    "x_Division": S,
+    "x_IdleShare": RATIO,
+    "x_ChargeKind": S,
 }
-SCHEMA: dict[str, pl.DataType] = {"billing_month": pl.Date(), "charge_month": pl.Date(), "cluster": S,
-                                  **FOCUS_COLUMNS, **X_COLUMNS}
+SCHEMA: dict[str, pl.DataType] = {
+    "billing_month": pl.Date(),
+    "charge_month": pl.Date(),
+    "cluster": S,
+    **FOCUS_COLUMNS,
+    **X_COLUMNS,
+}
 UNIT = "GPU-Hours"
 # FOCUS 1.2 has no GPU subcategory: cluster GPU-hours (and their idle capacity) are "Other (Compute)"
 # (docs/chargeback.md, ServiceSubcategory).
 SERVICE_CATEGORY, SERVICE_SUBCATEGORY = "Compute", "Other (Compute)"
-ROW_KEY = ["cluster", "x_ChargeKind", "SubAccountId", "SkuId", "SkuPriceId", "ResourceId", "ChargePeriodStart",
-           "ChargePeriodEnd", "Tags"]
+ROW_KEY = [
+    "cluster",
+    "x_ChargeKind",
+    "SubAccountId",
+    "SkuId",
+    "SkuPriceId",
+    "ResourceId",
+    "ChargePeriodStart",
+    "ChargePeriodEnd",
+    "Tags",
+]
 ORDER = ["charge_month", "ChargeClass", *ROW_KEY]  # the export's and the ledger's row order (nulls last)
-MEASURES = {"PricingQuantity": 6, "ConsumedQuantity": 6, "BilledCost": 2, "ListCost": 2, "ContractedCost": 2,
-            "EffectiveCost": 2, "x_ActiveGpuHours": 6, "x_IdleGpuHours": 6, "x_JobCount": 0}
+MEASURES = {
+    "PricingQuantity": 6,
+    "ConsumedQuantity": 6,
+    "BilledCost": 2,
+    "ListCost": 2,
+    "ContractedCost": 2,
+    "EffectiveCost": 2,
+    "x_ActiveGpuHours": 6,
+    "x_IdleGpuHours": 6,
+    "x_JobCount": 0,
+}
 
 
 def month_bounds(month: date) -> tuple[datetime, datetime]:
@@ -65,32 +122,52 @@ def month_bounds(month: date) -> tuple[datetime, datetime]:
 
 def _usage(lines: pl.DataFrame) -> pl.DataFrame:
     """Charge lines summed per FOCUS row (integers)."""
-    return lines.group_by([*ROW_GRAIN, "is_priced"]).agg(
-        pl.col("gpu_hours_micro").sum().alias("_qty"),
-        pl.col("cost_cents").sum().alias("_cents"),
-        pl.col("active_gpu_hours_micro").sum().alias("_active"),
-        pl.col("measured_gpu_hours_micro").sum().alias("_measured"),
-        pl.struct("job_id_raw", "start_time").n_unique().alias("x_JobCount"),
-    ).with_columns(
-        pl.lit("usage").alias("x_ChargeKind"),
-        pl.when(pl.col("_measured") > 0).then(pl.col("_active")).alias("_active"),
-        pl.when(pl.col("_measured") > 0).then(pl.col("_measured") - pl.col("_active")).alias("_idle"),
-        pl.when(pl.col("_measured") > 0).then(div_half_up(pl.col("_active").cast(pl.Int128) * 10**6, pl.col("_measured")))
-        .alias("_util"),
-        pl.lit(None, pl.Int64).alias("_share"),
-        sku_price_id(pl.col("gpu_model"), pl.col("partition_name"), pl.col("qos"), pl.col("charge_period_start"))
-        .alias("SkuPriceId"),
-        pl.format("{}/{}/{}", "cluster", "partition_name", "gpu_model").alias("ResourceId"),
-        pl.format("{} GPUs, partition {}, cluster {}", "gpu_model", "partition_name", "cluster").alias("ResourceName"),
-        pl.format("{} GPU-hours, partition {}, QOS {}", "gpu_model", "partition_name", "qos").alias("ChargeDescription"),
-        pl.struct(pl.col("cluster"), pl.col("department"), pl.col("division"), pl.col("partition_name").alias("partition"),
-                  pl.col("qos")).struct.json_encode().alias("Tags"),
+    return (
+        lines.group_by([*ROW_GRAIN, "is_priced"])
+        .agg(
+            pl.col("gpu_hours_micro").sum().alias("_qty"),
+            pl.col("cost_cents").sum().alias("_cents"),
+            pl.col("active_gpu_hours_micro").sum().alias("_active"),
+            pl.col("measured_gpu_hours_micro").sum().alias("_measured"),
+            pl.struct("job_id_raw", "start_time").n_unique().alias("x_JobCount"),
+        )
+        .with_columns(
+            pl.lit("usage").alias("x_ChargeKind"),
+            pl.when(pl.col("_measured") > 0).then(pl.col("_active")).alias("_active"),
+            pl.when(pl.col("_measured") > 0).then(pl.col("_measured") - pl.col("_active")).alias("_idle"),
+            pl.when(pl.col("_measured") > 0)
+            .then(div_half_up(pl.col("_active").cast(pl.Int128) * 10**6, pl.col("_measured")))
+            .alias("_util"),
+            pl.lit(None, pl.Int64).alias("_share"),
+            sku_price_id(
+                pl.col("gpu_model"), pl.col("partition_name"), pl.col("qos"), pl.col("charge_period_start")
+            ).alias("SkuPriceId"),
+            pl.format("{}/{}/{}", "cluster", "partition_name", "gpu_model").alias("ResourceId"),
+            pl.format("{} GPUs, partition {}, cluster {}", "gpu_model", "partition_name", "cluster").alias(
+                "ResourceName"
+            ),
+            pl.format("{} GPU-hours, partition {}, QOS {}", "gpu_model", "partition_name", "qos").alias(
+                "ChargeDescription"
+            ),
+            pl.struct(
+                pl.col("cluster"),
+                pl.col("department"),
+                pl.col("division"),
+                pl.col("partition_name").alias("partition"),
+                pl.col("qos"),
+            )
+            .struct.json_encode()
+            .alias("Tags"),
+        )
     )
 
 
 def _idle(idle: pl.DataFrame) -> pl.DataFrame:
-    share = pl.when(pl.col("department") == "(unallocated)").then(pl.lit("platform owner")).otherwise(
-        pl.format("{} share", "idle_policy"))
+    share = (
+        pl.when(pl.col("department") == "(unallocated)")
+        .then(pl.lit("platform owner"))
+        .otherwise(pl.format("{} share", "idle_policy"))
+    )
     return idle.with_columns(
         pl.col("gpu_hours_micro").alias("_qty"),
         pl.col("cost_cents").alias("_cents"),
@@ -101,7 +178,9 @@ def _idle(idle: pl.DataFrame) -> pl.DataFrame:
         pl.lit(0, pl.Int64).alias("x_JobCount"),
         pl.lit("idle_capacity").alias("x_ChargeKind"),
         pl.col("unit_price_micro"),
-        sku_price_id(pl.col("gpu_model"), pl.lit("capacity"), pl.lit(""), pl.col("charge_period_start")).alias("SkuPriceId"),
+        sku_price_id(pl.col("gpu_model"), pl.lit("capacity"), pl.lit(""), pl.col("charge_period_start")).alias(
+            "SkuPriceId"
+        ),
         pl.format("{}/capacity/{}", "cluster", "gpu_model").alias("ResourceId"),
         pl.format("{} GPU capacity, cluster {}", "gpu_model", "cluster").alias("ResourceName"),
         pl.format("Idle {} GPU capacity ({})", "gpu_model", share).alias("ChargeDescription"),
@@ -110,7 +189,10 @@ def _idle(idle: pl.DataFrame) -> pl.DataFrame:
 
 
 def fct_chargeback_focus(
-    lines: pl.DataFrame, idle: pl.DataFrame, month: date, identity: Mapping[str, str],
+    lines: pl.DataFrame,
+    idle: pl.DataFrame,
+    month: date,
+    identity: Mapping[str, str],
     department_names: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
     """FOCUS rows (SCHEMA) of ``month`` from int_charge_lines and int_charge_idle rows.
@@ -122,29 +204,46 @@ def fct_chargeback_focus(
     price = scaled_decimal(pl.col("unit_price_micro"), 6)
     cost = scaled_decimal(pl.col("_cents"), 2)
     rows = rows.with_columns(
-        pl.lit(month).alias("billing_month"), pl.lit(month).alias("charge_month"),
-        cost.alias("BilledCost"), cost.alias("ContractedCost"), cost.alias("EffectiveCost"), cost.alias("ListCost"),
+        pl.lit(month).alias("billing_month"),
+        pl.lit(month).alias("charge_month"),
+        cost.alias("BilledCost"),
+        cost.alias("ContractedCost"),
+        cost.alias("EffectiveCost"),
+        cost.alias("ListCost"),
         pl.lit(identity["billing_account_id"]).alias("BillingAccountId"),
         pl.lit(identity["billing_account_name"]).alias("BillingAccountName"),
         pl.lit(identity["currency"]).alias("BillingCurrency"),
-        pl.lit(end).alias("BillingPeriodEnd"), pl.lit(start).alias("BillingPeriodStart"),
-        pl.lit("Usage").alias("ChargeCategory"), pl.lit(None, S).alias("ChargeClass"),
+        pl.lit(end).alias("BillingPeriodEnd"),
+        pl.lit(start).alias("BillingPeriodStart"),
+        pl.lit("Usage").alias("ChargeCategory"),
+        pl.lit(None, S).alias("ChargeClass"),
         pl.lit("Usage-Based").alias("ChargeFrequency"),
-        pl.col("charge_period_end").alias("ChargePeriodEnd"), pl.col("charge_period_start").alias("ChargePeriodStart"),
-        scaled_decimal(pl.col("_qty"), 6).alias("ConsumedQuantity"), pl.lit(UNIT).alias("ConsumedUnit"),
-        price.alias("ContractedUnitPrice"), price.alias("ListUnitPrice"),
-        pl.lit(None, S).alias("InvoiceId"), pl.lit(identity["invoice_issuer_name"]).alias("InvoiceIssuerName"),
+        pl.col("charge_period_end").alias("ChargePeriodEnd"),
+        pl.col("charge_period_start").alias("ChargePeriodStart"),
+        scaled_decimal(pl.col("_qty"), 6).alias("ConsumedQuantity"),
+        pl.lit(UNIT).alias("ConsumedUnit"),
+        price.alias("ContractedUnitPrice"),
+        price.alias("ListUnitPrice"),
+        pl.lit(None, S).alias("InvoiceId"),
+        pl.lit(identity["invoice_issuer_name"]).alias("InvoiceIssuerName"),
         pl.lit("Standard").alias("PricingCategory"),
-        scaled_decimal(pl.col("_qty"), 6).alias("PricingQuantity"), pl.lit(UNIT).alias("PricingUnit"),
+        scaled_decimal(pl.col("_qty"), 6).alias("PricingQuantity"),
+        pl.lit(UNIT).alias("PricingUnit"),
         pl.lit(identity["provider_name"]).alias("ProviderName"),
         pl.lit(identity["publisher_name"]).alias("PublisherName"),
-        pl.when(pl.col("gpu_model").str.contains(" ")).then(pl.lit("MIG GPU instance")).otherwise(pl.lit("GPU"))
+        pl.when(pl.col("gpu_model").str.contains(" "))
+        .then(pl.lit("MIG GPU instance"))
+        .otherwise(pl.lit("GPU"))
         .alias("ResourceType"),
-        pl.lit(SERVICE_CATEGORY).alias("ServiceCategory"), pl.lit(identity["service_name"]).alias("ServiceName"),
+        pl.lit(SERVICE_CATEGORY).alias("ServiceCategory"),
+        pl.lit(identity["service_name"]).alias("ServiceName"),
         pl.lit(SERVICE_SUBCATEGORY).alias("ServiceSubcategory"),
-        pl.col("gpu_model").fill_null("unknown").alias("SkuId"), pl.lit("GPU Hours").alias("SkuMeter"),
+        pl.col("gpu_model").fill_null("unknown").alias("SkuId"),
+        pl.lit("GPU Hours").alias("SkuMeter"),
         pl.col("department").alias("SubAccountId"),
-        pl.col("department").replace_strict(names, default=pl.col("department"), return_dtype=S).alias("SubAccountName"),
+        pl.col("department")
+        .replace_strict(names, default=pl.col("department"), return_dtype=S)
+        .alias("SubAccountName"),
         scaled_decimal(pl.col("_active"), 6).alias("x_ActiveGpuHours"),
         scaled_decimal(pl.col("_idle"), 6).alias("x_IdleGpuHours"),
         scaled_decimal(pl.col("_util"), 6, 9).alias("x_Utilization"),
@@ -160,11 +259,19 @@ def focus_corrections(current: pl.DataFrame, booked: pl.DataFrame, billing_month
     belong to the open billing month's invoice, not to the one of the booked rows: InvoiceId null."""
     start, end = month_bounds(billing_month)
     rows = differences(current, booked, ROW_KEY, MEASURES)
-    return rows.with_columns(
-        pl.lit(billing_month).alias("billing_month"),
-        pl.lit(start).alias("BillingPeriodStart"), pl.lit(end).alias("BillingPeriodEnd"),
-        pl.lit(CORRECTION).alias("ChargeClass"), pl.lit(None, S).alias("InvoiceId"),
-        ("Correction: " + pl.col("ChargeDescription")).alias("ChargeDescription"),
-        pl.lit(None, PRICE).alias("ListUnitPrice"), pl.lit(None, PRICE).alias("ContractedUnitPrice"),
-        pl.lit(None, RATIO).alias("x_Utilization"), pl.lit(None, RATIO).alias("x_IdleShare"),
-    ).select(pl.col(n).cast(t) for n, t in SCHEMA.items()).sort(ROW_KEY, nulls_last=True)
+    return (
+        rows.with_columns(
+            pl.lit(billing_month).alias("billing_month"),
+            pl.lit(start).alias("BillingPeriodStart"),
+            pl.lit(end).alias("BillingPeriodEnd"),
+            pl.lit(CORRECTION).alias("ChargeClass"),
+            pl.lit(None, S).alias("InvoiceId"),
+            ("Correction: " + pl.col("ChargeDescription")).alias("ChargeDescription"),
+            pl.lit(None, PRICE).alias("ListUnitPrice"),
+            pl.lit(None, PRICE).alias("ContractedUnitPrice"),
+            pl.lit(None, RATIO).alias("x_Utilization"),
+            pl.lit(None, RATIO).alias("x_IdleShare"),
+        )
+        .select(pl.col(n).cast(t) for n, t in SCHEMA.items())
+        .sort(ROW_KEY, nulls_last=True)
+    )

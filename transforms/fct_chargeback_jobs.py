@@ -46,8 +46,20 @@ SCHEMA: dict[str, pl.DataType] = {
     "currency": pl.String(),
     "sku_price_id": pl.String(),
 }
-LINE_KEY = ["cluster", "job_id_raw", "start_time", "charge_period_start", "charge_period_end", "department",
-            "division", "account", "partition_name", "qos", "gpu_model", "sku_price_id"]
+LINE_KEY = [
+    "cluster",
+    "job_id_raw",
+    "start_time",
+    "charge_period_start",
+    "charge_period_end",
+    "department",
+    "division",
+    "account",
+    "partition_name",
+    "qos",
+    "gpu_model",
+    "sku_price_id",
+]
 ORDER = ["charge_month", "charge_class", *LINE_KEY]  # the export's and the ledger's line order (nulls last)
 MEASURES = {"charge_seconds": 0, "gpu_hours": 6, "active_gpu_hours": 6, "cost": 2}
 
@@ -56,8 +68,12 @@ def sku_price_id(gpu_model: pl.Expr, partition: pl.Expr, qos: pl.Expr, period_st
     """``"H100|gpu|normal|2026-10-15T12:00:00Z"``: the model's price in a partition and QOS
     from the segment's start (the FOCUS SkuPriceId of the charge row)."""
     return pl.concat_str(
-        [gpu_model.fill_null("unknown"), partition.fill_null(""), qos.fill_null(""),
-         period_start.dt.strftime("%Y-%m-%dT%H:%M:%SZ")],
+        [
+            gpu_model.fill_null("unknown"),
+            partition.fill_null(""),
+            qos.fill_null(""),
+            period_start.dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        ],
         separator="|",
     )
 
@@ -76,8 +92,9 @@ def fct_chargeback_jobs(lines: pl.DataFrame, month: date, currency: str) -> pl.D
         scaled_decimal(pl.col("unit_price_micro"), 6).alias("unit_price"),
         scaled_decimal(pl.col("cost_cents"), 2).alias("cost"),
         pl.lit(currency).alias("currency"),
-        sku_price_id(pl.col("gpu_model"), pl.col("partition_name"), pl.col("qos"), pl.col("charge_period_start"))
-        .alias("sku_price_id"),
+        sku_price_id(pl.col("gpu_model"), pl.col("partition_name"), pl.col("qos"), pl.col("charge_period_start")).alias(
+            "sku_price_id"
+        ),
     ).select(pl.col(n).cast(t) for n, t in SCHEMA.items())
 
 
@@ -85,8 +102,11 @@ def job_corrections(current: pl.DataFrame, booked: pl.DataFrame, billing_month: 
     """Correction lines (SCHEMA) booked in ``billing_month``: current - booked per line key.
     ``current``: this function's module's regular lines of the closed month, computed now;
     ``booked``: the ledger's lines of that charge month (all billing months)."""
-    rows = differences(current.drop("billing_month", "charge_class"), booked.drop("billing_month", "charge_class"),
-                       LINE_KEY, MEASURES)
-    return rows.with_columns(
-        pl.lit(billing_month).alias("billing_month"), pl.lit(CORRECTION).alias("charge_class")
-    ).select(pl.col(n).cast(t) for n, t in SCHEMA.items()).sort(LINE_KEY, nulls_last=True)
+    rows = differences(
+        current.drop("billing_month", "charge_class"), booked.drop("billing_month", "charge_class"), LINE_KEY, MEASURES
+    )
+    return (
+        rows.with_columns(pl.lit(billing_month).alias("billing_month"), pl.lit(CORRECTION).alias("charge_class"))
+        .select(pl.col(n).cast(t) for n, t in SCHEMA.items())
+        .sort(LINE_KEY, nulls_last=True)
+    )

@@ -92,22 +92,33 @@ def _host_allocation(jobs: pl.DataFrame, period_start: datetime, period_end: dat
 def _run_windows(jobs: pl.DataFrame, period_start: datetime, period_end: datetime) -> pl.DataFrame:
     """Per started run: its key and its [run_start, run_end) clipped to the period."""
     return jobs.filter(pl.col("start_time").is_not_null()).select(
-        "cluster", "job_id_raw", "start_time",
+        "cluster",
+        "job_id_raw",
+        "start_time",
         run_start=pl.max_horizontal(pl.col("start_time"), pl.lit(period_start)),
         run_end=pl.min_horizontal(pl.col("end_time").fill_null(period_end), pl.lit(period_end)),
     )
 
 
-def _label_seconds(jobs: pl.DataFrame, attributed: pl.DataFrame, period_start: datetime, period_end: datetime) -> pl.DataFrame:
+def _label_seconds(
+    jobs: pl.DataFrame, attributed: pl.DataFrame, period_start: datetime, period_end: datetime
+) -> pl.DataFrame:
     """Per instance (RANKED key) and hour: seconds of the hour covered by the runs whose
     ``hpc_job`` label appeared on that instance in that hour (at most 3600)."""
-    placed = _with_instance_rank(attributed).filter(pl.col("attribution_method") == "hpc_job_label").select(
-        *RANKED, "hour", "job_id_raw", "start_time").unique()
+    placed = (
+        _with_instance_rank(attributed)
+        .filter(pl.col("attribution_method") == "hpc_job_label")
+        .select(*RANKED, "hour", "job_id_raw", "start_time")
+        .unique()
+    )
     placed = placed.join(_run_windows(jobs, period_start, period_end), on=["cluster", "job_id_raw", "start_time"])
     overlap = pl.min_horizontal(pl.col("run_end"), pl.col("hour") + pl.duration(hours=1)) - pl.max_horizontal(
-        pl.col("run_start"), pl.col("hour"))
+        pl.col("run_start"), pl.col("hour")
+    )
     return placed.group_by(*RANKED, "hour").agg(
-        pl.min_horizontal((overlap.dt.total_microseconds() / 1e6).clip(0.0).sum(), pl.lit(3600.0)).alias("_label_seconds")
+        pl.min_horizontal((overlap.dt.total_microseconds() / 1e6).clip(0.0).sum(), pl.lit(3600.0)).alias(
+            "_label_seconds"
+        )
     )
 
 
@@ -120,13 +131,17 @@ def _with_instance_rank(frame: pl.DataFrame) -> pl.DataFrame:
 def _sample_measures(attributed: pl.DataFrame) -> pl.DataFrame:
     """Per instance (RANKED key) and hour: sample counts and the attributed best-signal sums."""
     is_attributed = pl.col("attribution_method").is_in(ATTRIBUTED_METHODS)
-    return _with_instance_rank(attributed).group_by(*RANKED, "hour").agg(
-        pl.col("samples").sum().alias("_samples"),
-        pl.col("samples").filter(is_attributed).sum().alias("attributed_samples"),
-        pl.col("samples").filter(pl.col("attribution_method") == "unattributed").sum().alias("_unattributed"),
-        pl.col("best_sum").filter(is_attributed).sum().alias("_best_sum"),
-        pl.col("best_n").filter(is_attributed).sum().alias("_best_n"),
-        pl.col("samples").filter(pl.col("attribution_method").is_in(POD_METHODS)).sum().alias("_pod_samples"),
+    return (
+        _with_instance_rank(attributed)
+        .group_by(*RANKED, "hour")
+        .agg(
+            pl.col("samples").sum().alias("_samples"),
+            pl.col("samples").filter(is_attributed).sum().alias("attributed_samples"),
+            pl.col("samples").filter(pl.col("attribution_method") == "unattributed").sum().alias("_unattributed"),
+            pl.col("best_sum").filter(is_attributed).sum().alias("_best_sum"),
+            pl.col("best_n").filter(is_attributed).sum().alias("_best_n"),
+            pl.col("samples").filter(pl.col("attribution_method").is_in(POD_METHODS)).sum().alias("_pod_samples"),
+        )
     )
 
 
@@ -152,21 +167,34 @@ def fct_gpu_hourly(
     grid = _with_instance_rank(instances).join(hours.to_frame(), how="cross")
     held = _host_allocation(jobs, period_start, period_end)
     if pods is not None:
-        held = pl.concat([held, pod_host_deficit(pods, attributed, period_start, period_end, step_seconds)]).group_by(
-            "cluster", "hostname", "hour").agg(pl.col("_held_gpu_seconds").sum(), pl.col("_min_run_gpus").min())
-    frame = grid.join(held, on=["cluster", "hostname", "hour"], how="left").join(
-        _sample_measures(attributed), on=[*RANKED, "hour"], how="left", nulls_equal=True
-    ).join(_label_seconds(jobs, attributed, period_start, period_end), on=[*RANKED, "hour"], how="left",
-           nulls_equal=True)
+        held = (
+            pl.concat([held, pod_host_deficit(pods, attributed, period_start, period_end, step_seconds)])
+            .group_by("cluster", "hostname", "hour")
+            .agg(pl.col("_held_gpu_seconds").sum(), pl.col("_min_run_gpus").min())
+        )
+    frame = (
+        grid.join(held, on=["cluster", "hostname", "hour"], how="left")
+        .join(_sample_measures(attributed), on=[*RANKED, "hour"], how="left", nulls_equal=True)
+        .join(
+            _label_seconds(jobs, attributed, period_start, period_end),
+            on=[*RANKED, "hour"],
+            how="left",
+            nulls_equal=True,
+        )
+    )
     # Label placement applies to a host-hour when the labelled runs account for all it held.
     label_allocated = pl.col("_label_seconds").fill_null(0.0) * pl.col("gpu_fraction")
     held = pl.col("_held_gpu_seconds")
     frame = frame.with_columns(
-        _by_label=(held > 0) & ((label_allocated.sum().over("cluster", "hostname", "hour") - held).abs()
-                                <= 1e-6 * pl.max_horizontal(held, pl.lit(1.0)))
+        _by_label=(held > 0)
+        & (
+            (label_allocated.sum().over("cluster", "hostname", "hour") - held).abs()
+            <= 1e-6 * pl.max_horizontal(held, pl.lit(1.0))
+        )
     )
     pod_seconds = pl.min_horizontal(pl.col("_pod_samples").fill_null(0.0) * step_seconds, pl.lit(3600.0)) * pl.col(
-        "gpu_fraction")
+        "gpu_fraction"
+    )
     free = (3600.0 * pl.col("gpu_fraction") - pod_seconds).clip(lower_bound=0.0)
     host_free = free.sum().over("cluster", "hostname", "hour")
     spread = pl.when(host_free > 0).then(pl.col("_held_gpu_seconds").fill_null(0.0) * free / host_free).otherwise(0.0)

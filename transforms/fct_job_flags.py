@@ -56,13 +56,13 @@ def _cards(inventory: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     memory = inventory.group_by("cluster", "hostname", "gpu_i_profile").agg(
         pl.col("memory_mib").max().cast(pl.Float64).alias("card_memory_mib")
     )
-    per_node = inventory.group_by("cluster", "hostname").agg(pl.col("gpu").n_unique().cast(pl.Int64).alias("gpus_per_node"))
+    per_node = inventory.group_by("cluster", "hostname").agg(
+        pl.col("gpu").n_unique().cast(pl.Int64).alias("gpus_per_node")
+    )
     return memory, per_node
 
 
-def prepare(
-    usage: pl.DataFrame, profile: pl.DataFrame, inventory: pl.DataFrame, period_end: datetime
-) -> pl.DataFrame:
+def prepare(usage: pl.DataFrame, profile: pl.DataFrame, inventory: pl.DataFrame, period_end: datetime) -> pl.DataFrame:
     """fct_job_usage rows plus what the rules read: ``_run``, ``n_hosts``, ``mig_profile``,
     ``card_memory_mib``, ``gpus_per_node``, ``memory_efficiency``, ``held_fraction``,
     ``run_end``/``run_seconds`` (end, capped at the period end) and the profile columns."""
@@ -74,8 +74,13 @@ def prepare(
         mig_profile=pl.col("gpu_model").str.extract(MIG_SUFFIX, 1),
     )
     frame = (
-        frame.join(memory.rename({"gpu_i_profile": "mig_profile"}), on=["cluster", "hostname", "mig_profile"],
-                   how="left", nulls_equal=True, maintain_order="left")
+        frame.join(
+            memory.rename({"gpu_i_profile": "mig_profile"}),
+            on=["cluster", "hostname", "mig_profile"],
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        )
         .join(per_node, on=["cluster", "hostname"], how="left", maintain_order="left")
         .join(profile.select(*RUN, *PROFILE_COLUMNS), on=RUN, how="left", maintain_order="left")
     )

@@ -140,8 +140,11 @@ def _mean(name: str) -> pl.Expr:
 
 def _with_usage_measures(frame: pl.DataFrame, step_seconds: int) -> pl.DataFrame:
     hours, n = pl.col("gpu_hours"), pl.col("n_samples")
-    expected = pl.when(is_kube()).then(pl.col("_slot_seconds") / step_seconds).otherwise(
-        pl.col("gpu_slots") * pl.col("elapsed_seconds") / step_seconds)
+    expected = (
+        pl.when(is_kube())
+        .then(pl.col("_slot_seconds") / step_seconds)
+        .otherwise(pl.col("gpu_slots") * pl.col("elapsed_seconds") / step_seconds)
+    )
     frame = frame.with_columns(*_utilization()).with_columns(
         active_gpu_hours=hours * pl.col("utilization"),
         zero_util_gpu_hours=pl.when(pl.col("_samples") > 0).then(hours * pl.col("zero_samples") / pl.col("_samples")),
@@ -220,8 +223,11 @@ def fct_job_usage(
     frame = frame.with_columns(pl.col("elapsed_seconds").cast(pl.Int64))
     if "_gpu_seconds" not in frame.columns:
         frame = frame.with_columns(_gpu_seconds=pl.lit(None, pl.Float64), _slot_seconds=pl.lit(None, pl.Float64))
-    gpu_hours = pl.when(is_kube()).then(kube_gpu_hours(step_seconds)).otherwise(
-        pl.col("gpus") * pl.col("elapsed_seconds") / 3600.0)
+    gpu_hours = (
+        pl.when(is_kube())
+        .then(kube_gpu_hours(step_seconds))
+        .otherwise(pl.col("gpus") * pl.col("elapsed_seconds") / 3600.0)
+    )
     frame = _with_usage_measures(frame.with_columns(gpu_hours=gpu_hours), step_seconds)
     frame = _with_gpu_model(frame, gpu_models)
     return frame.with_columns(hosts=pl.col("hosts").list.join(",")).select(list(SCHEMA)).cast(SCHEMA)

@@ -72,7 +72,8 @@ def kube_runs(
             pl.col("division").fill_null(UNMAPPED),
             pl.col("_gpu_seconds", "_slot_seconds").fill_null(0.0),
             queue_seconds=pl.col("queue_seconds").round(),
-            gpu_type=pl.when(pl.col("is_mig") & (pl.col("_mig_profiles") != "")).then(pl.col("_mig_profiles"))
+            gpu_type=pl.when(pl.col("is_mig") & (pl.col("_mig_profiles") != ""))
+            .then(pl.col("_mig_profiles"))
             .otherwise(pl.col("gpu_type")),
         )
     )

@@ -28,21 +28,37 @@ KEY = ["cluster", "hostname", "job_id_raw", "hour"]
 
 
 def _held(pods: pl.DataFrame, period_start: datetime, period_end: datetime) -> pl.DataFrame:
-    runs = pods.filter(pl.col("start_time").is_not_null() & pl.col("node").is_not_null() & (pl.col("gpus") > 0)).select(
-        "cluster", "gpus", hostname="node", job_id_raw=job_key(), slot_fraction=pl.col("gpus") / pl.col("gpu_slots"),
-        run_start=pl.max_horizontal(pl.col("start_time"), pl.lit(period_start)),
-        run_end=pl.min_horizontal(pl.col("end_time").fill_null(period_end), pl.lit(period_end)),
-    ).filter(pl.col("run_end") > pl.col("run_start"))
-    return per_hour(runs).group_by(KEY).agg(
-        (pl.col("_seconds") * pl.col("gpus")).sum().alias("_held"), pl.col("gpus").min().alias("_gpus"),
-        pl.col("gpus").sum().alias("_all_gpus"), pl.col("slot_fraction").mean().alias("_fraction"))
+    runs = (
+        pods.filter(pl.col("start_time").is_not_null() & pl.col("node").is_not_null() & (pl.col("gpus") > 0))
+        .select(
+            "cluster",
+            "gpus",
+            hostname="node",
+            job_id_raw=job_key(),
+            slot_fraction=pl.col("gpus") / pl.col("gpu_slots"),
+            run_start=pl.max_horizontal(pl.col("start_time"), pl.lit(period_start)),
+            run_end=pl.min_horizontal(pl.col("end_time").fill_null(period_end), pl.lit(period_end)),
+        )
+        .filter(pl.col("run_end") > pl.col("run_start"))
+    )
+    return (
+        per_hour(runs)
+        .group_by(KEY)
+        .agg(
+            (pl.col("_seconds") * pl.col("gpus")).sum().alias("_held"),
+            pl.col("gpus").min().alias("_gpus"),
+            pl.col("gpus").sum().alias("_all_gpus"),
+            pl.col("slot_fraction").mean().alias("_fraction"),
+        )
+    )
 
 
 def _sampled(attributed: pl.DataFrame, step_seconds: int) -> pl.DataFrame:
     rows = attributed.filter(pl.col("attribution_method").is_in(POD_METHODS))
     per_instance = rows.group_by(*KEY, "gpu", "gpu_i_id").agg(pl.col("samples").sum())
     return per_instance.group_by(KEY).agg(
-        pl.min_horizontal(pl.col("samples") * step_seconds, pl.lit(3600.0)).sum().alias("_sampled_seconds"))
+        pl.min_horizontal(pl.col("samples") * step_seconds, pl.lit(3600.0)).sum().alias("_sampled_seconds")
+    )
 
 
 def pod_host_deficit(

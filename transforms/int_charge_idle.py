@@ -51,19 +51,25 @@ SEGMENT = ["cluster", "gpu_model", "charge_period_start", "charge_period_end"]
 def _capacity_segments(capacity: pl.DataFrame, prices: pl.DataFrame, start: datetime, end: datetime) -> pl.DataFrame:
     """capacity (cluster, gpu_model, capacity_gpu_hours) -> per segment micro-GPU-hours."""
     month_seconds = int((end - start).total_seconds())
-    rows = capacity.with_columns(
-        float_micro(pl.col("capacity_gpu_hours")).alias("_cap"), base_model(pl.col("gpu_model")).alias("_model")
-    ).join(prices.rename({"gpu_model": "_model"}), on="_model", how="left").with_columns(
-        pl.col("charge_period_start").fill_null(pl.lit(start)),
-        pl.col("charge_period_end").fill_null(pl.lit(end)),
-        to_scaled_int(pl.col("list_unit_price").cast(PRICE), 6).alias("unit_price_micro"),
-    ).sort(SEGMENT)
+    rows = (
+        capacity.with_columns(
+            float_micro(pl.col("capacity_gpu_hours")).alias("_cap"), base_model(pl.col("gpu_model")).alias("_model")
+        )
+        .join(prices.rename({"gpu_model": "_model"}), on="_model", how="left")
+        .with_columns(
+            pl.col("charge_period_start").fill_null(pl.lit(start)),
+            pl.col("charge_period_end").fill_null(pl.lit(end)),
+            to_scaled_int(pl.col("list_unit_price").cast(PRICE), 6).alias("unit_price_micro"),
+        )
+        .sort(SEGMENT)
+    )
     seconds = (pl.col("charge_period_end") - pl.col("charge_period_start")).dt.total_seconds()
     upto = div_half_up(pl.col("_cap").cast(pl.Int128) * seconds.cum_sum().over("cluster", "gpu_model"), month_seconds)
     rows = rows.with_columns(upto.alias("_upto"))
     return rows.with_columns(
         (pl.col("_upto") - pl.col("_upto").shift(1, fill_value=0).over("cluster", "gpu_model"))
-        .cast(pl.Int64).alias("capacity_gpu_hours_micro")
+        .cast(pl.Int64)
+        .alias("capacity_gpu_hours_micro")
     )
 
 
@@ -90,24 +96,36 @@ def int_charge_idle(
         raise ValueError(f"unknown idle-capacity policy {policy!r} (one of {', '.join(POLICIES)})")
     segments = _capacity_segments(capacity, prices, period_start, period_end)
     charged = lines.group_by(SEGMENT).agg(pl.col("gpu_hours_micro").sum().alias("charged_gpu_hours_micro"))
-    idle = segments.join(charged, on=SEGMENT, how="left").with_columns(
-        pl.col("charged_gpu_hours_micro").fill_null(0)
-    ).with_columns((pl.col("capacity_gpu_hours_micro") - pl.col("charged_gpu_hours_micro")).alias("idle_gpu_hours_micro"))
+    idle = (
+        segments.join(charged, on=SEGMENT, how="left")
+        .with_columns(pl.col("charged_gpu_hours_micro").fill_null(0))
+        .with_columns(
+            (pl.col("capacity_gpu_hours_micro") - pl.col("charged_gpu_hours_micro")).alias("idle_gpu_hours_micro")
+        )
+    )
     weights = _weights(lines if policy != "none" else lines.clear(), policy)  # none: nobody carries idle
     spread = idle.filter(pl.col("idle_gpu_hours_micro") >= 0).join(weights, on="cluster", how="inner")
     kept = idle.join(spread.select("cluster").unique(), on="cluster", how="anti").with_columns(
-        pl.lit(UNALLOCATED).alias("department"), pl.lit(UNALLOCATED).alias("division"),
-        pl.col("idle_gpu_hours_micro").alias("gpu_hours_micro"), pl.lit(1.0).alias("idle_share"),
+        pl.lit(UNALLOCATED).alias("department"),
+        pl.lit(UNALLOCATED).alias("division"),
+        pl.col("idle_gpu_hours_micro").alias("gpu_hours_micro"),
+        pl.lit(1.0).alias("idle_share"),
     )
     negative = idle.filter(pl.col("idle_gpu_hours_micro") < 0).join(spread.select("cluster").unique(), on="cluster")
-    kept = pl.concat([kept, negative.with_columns(
-        pl.lit(UNALLOCATED).alias("department"), pl.lit(UNALLOCATED).alias("division"),
-        pl.col("idle_gpu_hours_micro").alias("gpu_hours_micro"), pl.lit(1.0).alias("idle_share"),
-    )], how="diagonal_relaxed")
-    spread = largest_remainder(spread, "idle_gpu_hours_micro", "weight", SEGMENT, ["department"], "gpu_hours_micro")
-    spread = spread.with_columns(
-        (pl.col("weight") / pl.col("weight").sum().over(SEGMENT)).alias("idle_share")
+    kept = pl.concat(
+        [
+            kept,
+            negative.with_columns(
+                pl.lit(UNALLOCATED).alias("department"),
+                pl.lit(UNALLOCATED).alias("division"),
+                pl.col("idle_gpu_hours_micro").alias("gpu_hours_micro"),
+                pl.lit(1.0).alias("idle_share"),
+            ),
+        ],
+        how="diagonal_relaxed",
     )
+    spread = largest_remainder(spread, "idle_gpu_hours_micro", "weight", SEGMENT, ["department"], "gpu_hours_micro")
+    spread = spread.with_columns((pl.col("weight") / pl.col("weight").sum().over(SEGMENT)).alias("idle_share"))
     rows = pl.concat([kept, spread], how="diagonal_relaxed").with_columns(
         cost_cents(pl.col("gpu_hours_micro"), pl.col("unit_price_micro")).fill_null(0).alias("cost_cents"),
         pl.col("unit_price_micro").is_not_null().alias("is_priced"),
@@ -120,8 +138,11 @@ def capacity_by_model(inventory: pl.DataFrame, period_start: datetime, period_en
     """cluster, gpu_model (label as fct_job_usage writes it: ``"A100 3g.40gb"`` for a MIG
     profile), capacity_gpu_hours: the inventory's GPU fractions x hours of the period."""
     hours = (period_end - period_start).total_seconds() / 3600
-    label = pl.when(pl.col("gpu_i_profile").is_null()).then(pl.col("gpu_model")).otherwise(
-        pl.format("{} {}", "gpu_model", "gpu_i_profile"))
+    label = (
+        pl.when(pl.col("gpu_i_profile").is_null())
+        .then(pl.col("gpu_model"))
+        .otherwise(pl.format("{} {}", "gpu_model", "gpu_i_profile"))
+    )
     return (
         inventory.group_by("cluster", label.alias("gpu_model"), "gpu_fraction")
         .len()

@@ -51,8 +51,17 @@ SCHEMA: dict[str, pl.DataType] = {
     "cost_cents": pl.Int64(),
     "is_priced": pl.Boolean(),
 }
-ROW_GRAIN = ["cluster", "department", "division", "gpu_model", "partition_name", "qos",
-             "charge_period_start", "charge_period_end", "unit_price_micro"]
+ROW_GRAIN = [
+    "cluster",
+    "department",
+    "division",
+    "gpu_model",
+    "partition_name",
+    "qos",
+    "charge_period_start",
+    "charge_period_end",
+    "unit_price_micro",
+]
 RUN = ["cluster", "job_id_raw", "start_time"]
 _ORDER = [*RUN, "charge_period_start"]
 
@@ -72,7 +81,9 @@ def _split(lines: pl.DataFrame) -> pl.DataFrame:
     )
     totals = {"_total": "gpu_hours_micro", "_measured": "measured_gpu_hours_micro", "_active": "active_gpu_hours_micro"}
     lines = lines.with_columns(
-        div_half_up(pl.col(total).cast(pl.Int128) * pl.col("_cum"), pl.col("_secs").cast(pl.Int128)).alias(f"{out}_upto")
+        div_half_up(pl.col(total).cast(pl.Int128) * pl.col("_cum"), pl.col("_secs").cast(pl.Int128)).alias(
+            f"{out}_upto"
+        )
         for total, out in totals.items()
     )
     return lines.with_columns(
@@ -95,7 +106,8 @@ def _priced(lines: pl.DataFrame, partitions: pl.DataFrame, qos: pl.DataFrame) ->
     multiplier = div_half_up(pl.col("_pm").cast(pl.Int128) * pl.col("_qm"), 10**6)
     return lines.with_columns(multiplier.cast(pl.Int64).alias("price_multiplier_micro")).with_columns(
         div_half_up(pl.col("list_unit_price_micro").cast(pl.Int128) * pl.col("price_multiplier_micro"), 10**6)
-        .cast(pl.Int64).alias("unit_price_micro"),
+        .cast(pl.Int64)
+        .alias("unit_price_micro"),
         pl.col("list_unit_price_micro").is_not_null().alias("is_priced"),
     )
 
@@ -118,11 +130,11 @@ def int_charge_lines(
         float_micro(pl.when(measured).then(pl.col("gpu_hours")).otherwise(0.0)).alias("_measured"),
         float_micro(pl.col("active_gpu_hours").fill_null(0.0)).alias("_active"),
     )
-    lines = _priced(_split(_segments(runs, prices, period_start, period_end)),
-                    partition_multipliers, qos_multipliers)
+    lines = _priced(_split(_segments(runs, prices, period_start, period_end)), partition_multipliers, qos_multipliers)
     lines = lines.with_columns(
         cost_cents(pl.col("gpu_hours_micro").sum().over(ROW_GRAIN), pl.col("unit_price_micro"))
-        .fill_null(0).alias("_row_cents")
+        .fill_null(0)
+        .alias("_row_cents")
     )
     lines = largest_remainder(lines, "_row_cents", "gpu_hours_micro", ROW_GRAIN, _ORDER, "cost_cents")
     return lines.select(pl.col(name).cast(dtype) for name, dtype in SCHEMA.items()).sort(_ORDER)

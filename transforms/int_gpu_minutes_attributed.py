@@ -68,7 +68,13 @@ from transforms.attribution_pods import POD_LABEL_CTES, POD_RUN_CTES
 from transforms.attribution_sql import HOST_JOINS, JOINS, LABEL_JOINS, MEAN_SIGNALS, MIG_POWER_CTES, weighted_measures
 
 __all__ = [
-    "ATTRIBUTED_METHODS", "JOINS", "MEAN_SIGNALS", "METHODS", "ORDER", "POD_METHODS", "SCHEMA",
+    "ATTRIBUTED_METHODS",
+    "JOINS",
+    "MEAN_SIGNALS",
+    "METHODS",
+    "ORDER",
+    "POD_METHODS",
+    "SCHEMA",
     "int_gpu_minutes_attributed_sql",
 ]
 
@@ -98,12 +104,37 @@ SCHEMA: dict[str, pl.DataType] = {
 
 # The minute-rollup columns the rules read (the CTE is materialized: fewer columns, less work).
 MINUTE_COLUMNS = (
-    "hostname", "gpu", "gpu_i_id", "gpu_i_profile", "hpc_job", "pod", "namespace", "minute", "n_samples", "gpu_util_mean",
-    "gr_engine_active_mean", "sm_active_mean", "tensor_active_mean", "best_signal_mean", "fb_used_mib_mean",
-    "fb_used_mib_max", "power_w_mean",
+    "hostname",
+    "gpu",
+    "gpu_i_id",
+    "gpu_i_profile",
+    "hpc_job",
+    "pod",
+    "namespace",
+    "minute",
+    "n_samples",
+    "gpu_util_mean",
+    "gr_engine_active_mean",
+    "sm_active_mean",
+    "tensor_active_mean",
+    "best_signal_mean",
+    "fb_used_mib_mean",
+    "fb_used_mib_max",
+    "power_w_mean",
 )
 # Output order (a fixed order keeps downstream float sums identical across reruns).
-ORDER = ("cluster", "hostname", "gpu", "gpu_i_id", "gpu_i_profile", "hour", "job_id_raw", "start_time", "attribution_method")
+ORDER = (
+    "cluster",
+    "hostname",
+    "gpu",
+    "gpu_i_id",
+    "gpu_i_profile",
+    "hour",
+    "job_id_raw",
+    "start_time",
+    "attribution_method",
+)
+
 
 def int_gpu_minutes_attributed_sql(
     cluster: str,
@@ -242,13 +273,27 @@ ORDER BY {", ".join(f"{column} NULLS FIRST" for column in ORDER[1:])}
 """
     last_day = (period_end - timedelta(microseconds=1)).date()
     params: list[object] = [
-        step_seconds, zero_threshold,
-        list(host_names), [float(g) for g in host_gpus],
-        period_start, period_end, period_end,
-        cluster, month_start.date(),
-        period_start, period_end, period_end, cluster, month_start.date(),
-        cluster, period_start.date(), last_day, period_start, period_end,
-        list(weights), [float(w) for w in weights.values()],
+        step_seconds,
+        zero_threshold,
+        list(host_names),
+        [float(g) for g in host_gpus],
+        period_start,
+        period_end,
+        period_end,
+        cluster,
+        month_start.date(),
+        period_start,
+        period_end,
+        period_end,
+        cluster,
+        month_start.date(),
+        cluster,
+        period_start.date(),
+        last_day,
+        period_start,
+        period_end,
+        list(weights),
+        [float(w) for w in weights.values()],
         cluster,
     ]
     return text, params

@@ -72,13 +72,16 @@ def _tails(hourly: pl.DataFrame, runs: pl.DataFrame, period_end: datetime) -> pl
     )
     ranked = (
         hourly.join(ended, on=RUN)
-        .with_columns(_back=(pl.col("last_hour") - pl.col("hour")).dt.total_hours(),
-                      _zero_share=pl.min_horizontal(pl.col("zero_samples") / pl.col("samples"), pl.lit(1.0)))
+        .with_columns(
+            _back=(pl.col("last_hour") - pl.col("hour")).dt.total_hours(),
+            _zero_share=pl.min_horizontal(pl.col("zero_samples") / pl.col("samples"), pl.lit(1.0)),
+        )
         .sort([*RUN, "_back"])
         .with_columns(_rank=pl.col("_back").rank("ordinal").over(RUN) - 1)
         # consecutive from the last hour: the k-th bucket back must be hour last - k, all zero
-        .with_columns(_streak=((pl.col("_back") == pl.col("_rank")) & (pl.col("_zero_share") >= 1 - 1e-9))
-                      .cum_min().over(RUN))
+        .with_columns(
+            _streak=((pl.col("_back") == pl.col("_rank")) & (pl.col("_zero_share") >= 1 - 1e-9)).cum_min().over(RUN)
+        )
         .with_columns(_n=pl.col("_streak").sum().over(RUN))
     )
     boundary = (pl.col("_back") == pl.col("_n")) & (pl.col("_rank") == pl.col("_n")) & (pl.col("_n") > 0)
@@ -93,8 +96,13 @@ def _tails(hourly: pl.DataFrame, runs: pl.DataFrame, period_end: datetime) -> pl
     )
     boundary_span = _hours(pl.col("_tail_start") - pl.max_horizontal(pl.col("_boundary_hour"), pl.col("start_time")))
     partial = (pl.col("_boundary_share") * boundary_span).fill_null(0.0)
-    return ended.select(RUN).join(trailing, on=RUN, how="left").select(
-        *RUN, tail_zero_hours=(_hours(pl.col("end_time") - tail_start) + partial).fill_null(0.0),
+    return (
+        ended.select(RUN)
+        .join(trailing, on=RUN, how="left")
+        .select(
+            *RUN,
+            tail_zero_hours=(_hours(pl.col("end_time") - tail_start) + partial).fill_null(0.0),
+        )
     )
 
 

@@ -22,9 +22,17 @@ def label(name: str) -> pl.Expr:
 
 def across_days(rows: pl.DataFrame) -> pl.DataFrame:
     """One row per series (key, metric, labels) over all days given."""
-    return rows.sort("last_ts").group_by([*POD_KEY, "metric", "labels"], maintain_order=True).agg(
-        pl.col("first_ts").min(), pl.col("last_ts").max(), pl.col("n_samples").sum(),
-        pl.col("last_value").last(), pl.col("max_value").max(), pl.col("last_nonzero_ts").max(),
+    return (
+        rows.sort("last_ts")
+        .group_by([*POD_KEY, "metric", "labels"], maintain_order=True)
+        .agg(
+            pl.col("first_ts").min(),
+            pl.col("last_ts").max(),
+            pl.col("n_samples").sum(),
+            pl.col("last_value").last(),
+            pl.col("max_value").max(),
+            pl.col("last_nonzero_ts").max(),
+        )
     )
 
 
@@ -54,11 +62,21 @@ def pod_phase(phases: pl.DataFrame) -> pl.DataFrame:
 
 def pod_info(info: pl.DataFrame) -> pl.DataFrame:
     """Owner, priority class and node (the last non-empty node label)."""
-    parsed = info.with_columns(owner_kind=label("created_by_kind"), owner_name=label("created_by_name"),
-                               priority_class=label("priority_class"), node=label("node"))
-    return parsed.sort("last_ts").group_by(POD_KEY).agg(
-        pl.col("owner_kind").drop_nulls().last(), pl.col("owner_name").drop_nulls().last(),
-        pl.col("priority_class").drop_nulls().last(), pl.col("node").drop_nulls().last(),
+    parsed = info.with_columns(
+        owner_kind=label("created_by_kind"),
+        owner_name=label("created_by_name"),
+        priority_class=label("priority_class"),
+        node=label("node"),
+    )
+    return (
+        parsed.sort("last_ts")
+        .group_by(POD_KEY)
+        .agg(
+            pl.col("owner_kind").drop_nulls().last(),
+            pl.col("owner_name").drop_nulls().last(),
+            pl.col("priority_class").drop_nulls().last(),
+            pl.col("node").drop_nulls().last(),
+        )
     )
 
 
@@ -85,12 +103,17 @@ def pod_gpus(requests: pl.DataFrame, gpu_resource: str, mig_prefix: str, weights
     per_container = parsed.group_by([*POD_KEY, "container", "resource"]).agg(count=pl.col("last_value").max())
     per_container = per_container.filter(pl.col("count") != 0)  # a request of 0 GPUs is no GPU request
     profile = mig_profile(pl.col("resource"), mig_prefix)
-    weighted = per_container.with_columns(mig_profile=profile, weight=pl.when(profile.is_null()).then(1.0)
-                                          .otherwise(mig_weight(profile, weights)))
+    weighted = per_container.with_columns(
+        mig_profile=profile, weight=pl.when(profile.is_null()).then(1.0).otherwise(mig_weight(profile, weights))
+    )
     return weighted.group_by(POD_KEY).agg(
-        gpus=(pl.col("count") * pl.col("weight")).sum(), gpu_slots=pl.col("count").sum().cast(pl.Int32),
-        gpu_type=pl.col("resource").sort().str.join(","), mig_profile=pl.col("mig_profile").drop_nulls().first(),
-        bad_resource=pl.col("resource").filter(pl.col("mig_profile").is_not_null() & pl.col("weight").is_null()).first(),
+        gpus=(pl.col("count") * pl.col("weight")).sum(),
+        gpu_slots=pl.col("count").sum().cast(pl.Int32),
+        gpu_type=pl.col("resource").sort().str.join(","),
+        mig_profile=pl.col("mig_profile").drop_nulls().first(),
+        bad_resource=pl.col("resource")
+        .filter(pl.col("mig_profile").is_not_null() & pl.col("weight").is_null())
+        .first(),
     )
 
 

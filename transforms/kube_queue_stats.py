@@ -27,7 +27,7 @@ def increase(samples: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
 def histogram_quantile(q: float, bounds: list[float], counts: list[float]) -> float | None:
     """The q-quantile of cumulative ``counts`` at upper ``bounds`` (any order; +Inf allowed)."""
-    pairs = sorted(zip(bounds, counts))
+    pairs = sorted(zip(bounds, counts, strict=True))
     if not pairs or pairs[-1][1] <= 0:
         return None
     total = pairs[-1][1]
@@ -48,7 +48,7 @@ def bucket_quantiles(buckets: pl.DataFrame, by: list[str], quantiles: dict[str, 
     """``buckets``: per ``by`` and ``le`` (float) the period's ``increase``; one column per quantile."""
     rows = []
     for key, group in buckets.group_by(by, maintain_order=True):
-        values = dict(zip(by, key))
+        values = dict(zip(by, key, strict=True))
         bounds, counts = group["le"].to_list(), group["increase"].to_list()
         for name, q in quantiles.items():
             values[name] = histogram_quantile(q, bounds, counts)

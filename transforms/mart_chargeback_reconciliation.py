@@ -53,8 +53,14 @@ _CENT = Decimal("0.01")
 def _misrounded(focus: pl.DataFrame) -> pl.DataFrame:
     """Per cluster: regular rows whose costs are not their quantity x unit price to the cent."""
     rows = focus.filter(pl.col("ChargeClass").is_null()).select(
-        "cluster", "PricingQuantity", "ContractedUnitPrice", "ListUnitPrice", "BilledCost", "ListCost",
-        "ContractedCost", "EffectiveCost",
+        "cluster",
+        "PricingQuantity",
+        "ContractedUnitPrice",
+        "ListUnitPrice",
+        "BilledCost",
+        "ListCost",
+        "ContractedCost",
+        "EffectiveCost",
     )
     bad: dict[str, int] = {}
     unpriced: dict[str, int] = {}
@@ -70,17 +76,29 @@ def _misrounded(focus: pl.DataFrame) -> pl.DataFrame:
             bad[cluster] = bad.get(cluster, 0) + 1
     clusters = sorted(set(rows.get_column("cluster").to_list()))
     return pl.DataFrame(
-        {"cluster": clusters, "misrounded_rows": [bad.get(c, 0) for c in clusters],
-         "unpriced_rows": [unpriced.get(c, 0) for c in clusters]},
+        {
+            "cluster": clusters,
+            "misrounded_rows": [bad.get(c, 0) for c in clusters],
+            "unpriced_rows": [unpriced.get(c, 0) for c in clusters],
+        },
         schema={"cluster": pl.String, "misrounded_rows": pl.Int64, "unpriced_rows": pl.Int64},
     )
 
 
 def _department_mismatches(focus: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
     keys = ["cluster", "department", "charge_period_start"]
-    rows = focus.filter(pl.col("x_ChargeKind") == "usage").group_by(
-        "cluster", pl.col("SubAccountId").alias("department"), pl.col("ChargePeriodStart").alias("charge_period_start")
-    ).agg(to_scaled_int(pl.col("PricingQuantity"), 6).sum().alias("q"), to_scaled_int(pl.col("BilledCost"), 2).sum().alias("c"))
+    rows = (
+        focus.filter(pl.col("x_ChargeKind") == "usage")
+        .group_by(
+            "cluster",
+            pl.col("SubAccountId").alias("department"),
+            pl.col("ChargePeriodStart").alias("charge_period_start"),
+        )
+        .agg(
+            to_scaled_int(pl.col("PricingQuantity"), 6).sum().alias("q"),
+            to_scaled_int(pl.col("BilledCost"), 2).sum().alias("c"),
+        )
+    )
     detail = jobs.group_by(keys).agg(
         to_scaled_int(pl.col("gpu_hours"), 6).sum().alias("q"), to_scaled_int(pl.col("cost"), 2).sum().alias("c")
     )
@@ -90,18 +108,25 @@ def _department_mismatches(focus: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFr
 
 
 def _job_mismatches(jobs: pl.DataFrame, usage: pl.DataFrame) -> pl.DataFrame:
-    runs = usage.filter(pl.col("gpu_hours").fill_null(0) > 0).select(*RUN, float_micro(pl.col("gpu_hours")).alias("expected"))
+    runs = usage.filter(pl.col("gpu_hours").fill_null(0) > 0).select(
+        *RUN, float_micro(pl.col("gpu_hours")).alias("expected")
+    )
     net = jobs.group_by(RUN).agg(to_scaled_int(pl.col("gpu_hours"), 6).sum().alias("net"))
     joined = runs.join(net, on=RUN, how="full", coalesce=True, nulls_equal=True).fill_null(0)
     regular = jobs.filter(pl.col("charge_class").is_null())
     duplicates = regular.group_by([*RUN, "charge_period_start"]).len().filter(pl.col("len") > 1)
     return (
-        joined.group_by("cluster").agg(
+        joined.group_by("cluster")
+        .agg(
             (pl.col("expected") > 0).sum().cast(pl.Int64).alias("jobs_with_gpu_hours"),
             (pl.col("expected") != pl.col("net")).sum().cast(pl.Int64).alias("jobs_mismatched"),
             pl.col("expected").sum().alias("_job_usage"),
-        ).join(duplicates.group_by("cluster").agg(pl.len().cast(pl.Int64).alias("duplicate_lines")),
-               on="cluster", how="left")
+        )
+        .join(
+            duplicates.group_by("cluster").agg(pl.len().cast(pl.Int64).alias("duplicate_lines")),
+            on="cluster",
+            how="left",
+        )
     )
 
 
@@ -114,8 +139,10 @@ def mart_chargeback_reconciliation(
     q = lambda kind: to_scaled_int(pl.col("PricingQuantity"), 6).filter(pl.col("x_ChargeKind") == kind).sum()  # noqa: E731
     c = lambda cond: to_scaled_int(pl.col("BilledCost"), 2).filter(cond).sum()  # noqa: E731
     totals = focus.group_by("cluster").agg(
-        q("usage").alias("_charged"), q("idle_capacity").alias("_idle"),
-        c(pl.lit(True)).alias("_billed"), c(pl.col("x_ChargeKind") == "usage").alias("_usage_cost"),
+        q("usage").alias("_charged"),
+        q("idle_capacity").alias("_idle"),
+        c(pl.lit(True)).alias("_billed"),
+        c(pl.col("x_ChargeKind") == "usage").alias("_usage_cost"),
         c(pl.col("x_ChargeKind") == "idle_capacity").alias("_idle_cost"),
         c(pl.col("ChargeClass") == "Correction").alias("_correction_cost"),
     )
@@ -123,22 +150,41 @@ def mart_chargeback_reconciliation(
     detail = jobs.group_by("cluster").agg(to_scaled_int(pl.col("cost"), 2).sum().alias("_detail_cost"))
     clusters = pl.concat([f.select("cluster") for f in (totals, cap, job_usage.select("cluster"))]).unique()
     rows = clusters
-    for part in (totals, cap, detail, _misrounded(focus), _department_mismatches(focus, jobs), _job_mismatches(jobs, job_usage)):
+    for part in (
+        totals,
+        cap,
+        detail,
+        _misrounded(focus),
+        _department_mismatches(focus, jobs),
+        _job_mismatches(jobs, job_usage),
+    ):
         rows = rows.join(part, on="cluster", how="left")
     rows = rows.fill_null(0)
     dec6 = lambda name: scaled_decimal(pl.col(name), 6)  # noqa: E731
     dec2 = lambda name: scaled_decimal(pl.col(name), 2)  # noqa: E731
-    return rows.with_columns(
-        pl.lit(month).alias("month"),
-        dec6("_capacity").alias("capacity_gpu_hours"), dec6("_charged").alias("charged_gpu_hours"),
-        dec6("_idle").alias("idle_gpu_hours"), dec6("_job_usage").alias("job_usage_gpu_hours"),
-        dec2("_billed").alias("billed_cost"), dec2("_usage_cost").alias("usage_cost"),
-        dec2("_idle_cost").alias("idle_cost"), dec2("_correction_cost").alias("correction_cost"),
-        dec2("_detail_cost").alias("job_detail_cost"),
-        (pl.col("_charged") + pl.col("_idle") == pl.col("_capacity")).alias("capacity_balanced"),
-        ((pl.col("misrounded_rows") == 0) & (pl.col("unpriced_rows") == 0)).alias("cost_balanced"),
-        ((pl.col("departments_mismatched") == 0) & (pl.col("_usage_cost") == pl.col("_detail_cost")))
-        .alias("departments_balanced"),
-        ((pl.col("jobs_mismatched") == 0) & (pl.col("duplicate_lines") == 0)
-         & (pl.col("_charged") == pl.col("_job_usage"))).alias("jobs_balanced"),
-    ).select(pl.col(n).cast(t) for n, t in SCHEMA.items()).sort("cluster")
+    return (
+        rows.with_columns(
+            pl.lit(month).alias("month"),
+            dec6("_capacity").alias("capacity_gpu_hours"),
+            dec6("_charged").alias("charged_gpu_hours"),
+            dec6("_idle").alias("idle_gpu_hours"),
+            dec6("_job_usage").alias("job_usage_gpu_hours"),
+            dec2("_billed").alias("billed_cost"),
+            dec2("_usage_cost").alias("usage_cost"),
+            dec2("_idle_cost").alias("idle_cost"),
+            dec2("_correction_cost").alias("correction_cost"),
+            dec2("_detail_cost").alias("job_detail_cost"),
+            (pl.col("_charged") + pl.col("_idle") == pl.col("_capacity")).alias("capacity_balanced"),
+            ((pl.col("misrounded_rows") == 0) & (pl.col("unpriced_rows") == 0)).alias("cost_balanced"),
+            ((pl.col("departments_mismatched") == 0) & (pl.col("_usage_cost") == pl.col("_detail_cost"))).alias(
+                "departments_balanced"
+            ),
+            (
+                (pl.col("jobs_mismatched") == 0)
+                & (pl.col("duplicate_lines") == 0)
+                & (pl.col("_charged") == pl.col("_job_usage"))
+            ).alias("jobs_balanced"),
+        )
+        .select(pl.col(n).cast(t) for n, t in SCHEMA.items())
+        .sort("cluster")
+    )

@@ -66,17 +66,27 @@ def mart_cluster_monthly(job_usage: pl.DataFrame, capacity: pl.DataFrame, month:
         pl.col("queue_seconds").quantile(0.95, "linear").alias("queue_seconds_p95"),
         pl.col("energy_kwh").sum().alias("energy_kwh"),
     )
-    joined = capacity.join(per_cluster, on="cluster", how="left").with_columns(
-        pl.col(c).fill_null(0.0)
-        for c in ("allocated_gpu_hours", "active_gpu_hours", "idle_gpu_hours", "zero_util_gpu_hours", "energy_kwh")
-    ).with_columns(pl.col("job_count", "jobs_without_samples").fill_null(0))
-    return joined.with_columns(
-        pl.lit(month).alias("month"),
-        (pl.col("capacity_gpu_hours") - pl.col("allocated_gpu_hours")).clip(lower_bound=0).alias("infra_idle_gpu_hours"),
-        _ratio("allocated_gpu_hours", "capacity_gpu_hours").alias("allocation_ratio"),
-        _ratio("active_gpu_hours", "_measured_gpu_hours").alias("utilization"),
-        _ratio("_n", "_expected").clip(upper_bound=1.0).alias("sample_coverage"),
-    ).select([pl.col(c).cast(t) for c, t in SCHEMA.items()]).sort("cluster")
+    joined = (
+        capacity.join(per_cluster, on="cluster", how="left")
+        .with_columns(
+            pl.col(c).fill_null(0.0)
+            for c in ("allocated_gpu_hours", "active_gpu_hours", "idle_gpu_hours", "zero_util_gpu_hours", "energy_kwh")
+        )
+        .with_columns(pl.col("job_count", "jobs_without_samples").fill_null(0))
+    )
+    return (
+        joined.with_columns(
+            pl.lit(month).alias("month"),
+            (pl.col("capacity_gpu_hours") - pl.col("allocated_gpu_hours"))
+            .clip(lower_bound=0)
+            .alias("infra_idle_gpu_hours"),
+            _ratio("allocated_gpu_hours", "capacity_gpu_hours").alias("allocation_ratio"),
+            _ratio("active_gpu_hours", "_measured_gpu_hours").alias("utilization"),
+            _ratio("_n", "_expected").clip(upper_bound=1.0).alias("sample_coverage"),
+        )
+        .select([pl.col(c).cast(t) for c, t in SCHEMA.items()])
+        .sort("cluster")
+    )
 
 
 def _ratio(numerator: str, denominator: str) -> pl.Expr:

@@ -65,21 +65,25 @@ def _department_rows(job_usage: pl.DataFrame) -> pl.DataFrame:
     preempted = pl.col("state").is_in(PREEMPTED_STATES)
     queue = pl.col("queue_seconds")
     gpu_hours = pl.col("gpu_hours").fill_null(0.0)
-    return in_run_order(job_usage).group_by(GROUP_KEY, maintain_order=True).agg(
-        pl.len().alias("job_count"),
-        pl.col("user_name").n_unique().alias("user_count"),
-        gpu_hours.sum().alias("gpu_hours"),
-        gpu_hours.filter(measured).sum().alias("measured_gpu_hours"),
-        _sum_or_null("active_gpu_hours"),
-        _sum_or_null("idle_gpu_hours"),
-        _sum_or_null("zero_util_gpu_hours"),
-        _sum_or_null("energy_kwh"),
-        queue.quantile(0.5, "linear").alias("queue_seconds_p50"),
-        queue.quantile(0.95, "linear").alias("queue_seconds_p95"),
-        queue.max().cast(pl.Float64).alias("queue_seconds_max"),
-        preempted.sum().alias("preempted_job_count"),
-        gpu_hours.filter(preempted).sum().alias("preempted_gpu_hours"),
-        pl.lit(False).alias("is_unallocated"),
+    return (
+        in_run_order(job_usage)
+        .group_by(GROUP_KEY, maintain_order=True)
+        .agg(
+            pl.len().alias("job_count"),
+            pl.col("user_name").n_unique().alias("user_count"),
+            gpu_hours.sum().alias("gpu_hours"),
+            gpu_hours.filter(measured).sum().alias("measured_gpu_hours"),
+            _sum_or_null("active_gpu_hours"),
+            _sum_or_null("idle_gpu_hours"),
+            _sum_or_null("zero_util_gpu_hours"),
+            _sum_or_null("energy_kwh"),
+            queue.quantile(0.5, "linear").alias("queue_seconds_p50"),
+            queue.quantile(0.95, "linear").alias("queue_seconds_p95"),
+            queue.max().cast(pl.Float64).alias("queue_seconds_max"),
+            preempted.sum().alias("preempted_job_count"),
+            gpu_hours.filter(preempted).sum().alias("preempted_gpu_hours"),
+            pl.lit(False).alias("is_unallocated"),
+        )
     )
 
 

@@ -45,20 +45,26 @@ SCHEMA: dict[str, pl.DataType] = {
 
 def _per_user_usage(usage: pl.DataFrame) -> pl.DataFrame:
     measured = pl.col("utilization").is_not_null()
-    return usage.filter(pl.col("gpu_hours") > 0).group_by(KEY, maintain_order=True).agg(
-        pl.len().cast(pl.Int64).alias("job_count"),
-        pl.col("gpu_hours").sum(),
-        pl.col("active_gpu_hours").fill_null(0.0).sum(),
-        pl.col("idle_gpu_hours").fill_null(0.0).sum(),
-        pl.col("zero_util_gpu_hours").fill_null(0.0).sum(),
-        pl.col("gpu_hours").filter(measured).sum().alias("_measured_gpu_hours"),
-        # unpriced runs (null cost) are skipped; null when no run is priced
-        pl.when(pl.col("idle_cost").is_not_null().any()).then(pl.col("idle_cost").sum()).alias("idle_cost"),
+    return (
+        usage.filter(pl.col("gpu_hours") > 0)
+        .group_by(KEY, maintain_order=True)
+        .agg(
+            pl.len().cast(pl.Int64).alias("job_count"),
+            pl.col("gpu_hours").sum(),
+            pl.col("active_gpu_hours").fill_null(0.0).sum(),
+            pl.col("idle_gpu_hours").fill_null(0.0).sum(),
+            pl.col("zero_util_gpu_hours").fill_null(0.0).sum(),
+            pl.col("gpu_hours").filter(measured).sum().alias("_measured_gpu_hours"),
+            # unpriced runs (null cost) are skipped; null when no run is priced
+            pl.when(pl.col("idle_cost").is_not_null().any()).then(pl.col("idle_cost").sum()).alias("idle_cost"),
+        )
     )
 
 
 def _per_user_flags(flags: pl.DataFrame) -> pl.DataFrame:
-    per_run = flags.group_by([*KEY, "job_id_raw", "start_time"], maintain_order=True).agg(pl.col("wasted_gpu_hours").max())
+    per_run = flags.group_by([*KEY, "job_id_raw", "start_time"], maintain_order=True).agg(
+        pl.col("wasted_gpu_hours").max()
+    )
     return per_run.group_by(KEY, maintain_order=True).agg(
         pl.len().cast(pl.Int64).alias("flagged_job_count"), pl.col("wasted_gpu_hours").sum()
     )

@@ -13,7 +13,6 @@ from datetime import datetime
 
 import polars as pl
 
-
 MIG_SUFFIX = r"\s+([1-7]g\.[0-9]+gb(?:\+me)?)$"  # " 3g.40gb", " 1g.10gb+me" ending a label; group 1: the profile
 
 

@@ -44,11 +44,7 @@ UNSET_TIMES = ("Unknown", "None", "")
 
 def slurm_time(column: str) -> pl.Expr:
     """The column parsed as naive UTC ``Datetime("us")``; null for Unknown/None/empty/bad."""
-    return (
-        pl.col(column)
-        .str.strip_chars()
-        .str.strptime(pl.Datetime("us"), SLURM_TIME_FORMAT, strict=False)
-    )
+    return pl.col(column).str.strip_chars().str.strptime(pl.Datetime("us"), SLURM_TIME_FORMAT, strict=False)
 
 
 def slurm_time_error(column: str) -> pl.Expr:
@@ -63,13 +59,7 @@ def slurm_time_error(column: str) -> pl.Expr:
 
 def state_name(column: str = "state") -> pl.Expr:
     """``CANCELLED by 1234`` -> ``CANCELLED``; a trailing ``+`` (truncation mark) is dropped."""
-    return (
-        pl.col(column)
-        .str.strip_chars()
-        .str.extract(r"^(\S+)")
-        .str.strip_chars_end("+")
-        .str.to_uppercase()
-    )
+    return pl.col(column).str.strip_chars().str.extract(r"^(\S+)").str.strip_chars_end("+").str.to_uppercase()
 
 
 def state_detail(column: str = "state") -> pl.Expr:

@@ -8,10 +8,9 @@ from collections.abc import Mapping
 import polars as pl
 
 from cardhours.schemas import QUARANTINE_SCHEMA
-from transforms.slurm_policy import MAX_NODE_COUNT, RAN_STATES, reason, reason_code
 from transforms.slurm_parse import (
-    SLURM_TIME_FORMAT,
     GPU_ALLOC_DTYPE,
+    SLURM_TIME_FORMAT,
     job_id_parts,
     map_distinct,
     parent_job_id_raw,
@@ -23,6 +22,7 @@ from transforms.slurm_parse import (
     state_detail,
     state_name,
 )
+from transforms.slurm_policy import MAX_NODE_COUNT, RAN_STATES, reason, reason_code
 
 TIME_COLUMNS = ("submit_time", "eligible_time", "start_time", "end_time")
 GPU_CAPACITY_SLACK = 1e-9  # MIG fractions summed in floating point
@@ -41,13 +41,9 @@ def _with_parsed_ids(frame: pl.DataFrame) -> pl.DataFrame:
         _job_id_error=pl.when(bad).then(pl.format("job_id: cannot parse '{}'", pl.col("job_id"))),
         _is_step=parts.struct.field("step").is_not_null(),
         _parent_raw=parent_job_id_raw("job_id_raw"),
-        array_job_id=pl.when(parts.struct.field("array_task").is_not_null()).then(
-            parts.struct.field("base")
-        ),
+        array_job_id=pl.when(parts.struct.field("array_task").is_not_null()).then(parts.struct.field("base")),
         array_task_id=parts.struct.field("array_task"),
-        het_job_id=pl.when(parts.struct.field("het_offset").is_not_null()).then(
-            parts.struct.field("base")
-        ),
+        het_job_id=pl.when(parts.struct.field("het_offset").is_not_null()).then(parts.struct.field("base")),
         het_offset=parts.struct.field("het_offset").cast(pl.Int32),
         state_detail=state_detail("state"),
         state=state_name("state"),
@@ -104,14 +100,34 @@ def _with_record_errors(frame: pl.DataFrame, max_node_gpus: pl.DataFrame | None)
     over = (pl.col("n_nodes") > 0) & (pl.col("gpus") > pl.col("_capacity") + GPU_CAPACITY_SLACK)
     error = (
         pl.when(start.is_null() & parsed_start & ran)
-        .then(pl.format("{}state {}, ElapsedRaw {}, but no Start ('{}')", pl.lit(reason("START_MISSING", "")),
-                        "state", "elapsed_raw", "_start_text"))
+        .then(
+            pl.format(
+                "{}state {}, ElapsedRaw {}, but no Start ('{}')",
+                pl.lit(reason("START_MISSING", "")),
+                "state",
+                "elapsed_raw",
+                "_start_text",
+            )
+        )
         .when(end < start)
-        .then(pl.format("{}End {} is before Start {}", pl.lit(reason("END_BEFORE_START", "")),
-                        end.dt.strftime(SLURM_TIME_FORMAT), start.dt.strftime(SLURM_TIME_FORMAT)))
+        .then(
+            pl.format(
+                "{}End {} is before Start {}",
+                pl.lit(reason("END_BEFORE_START", "")),
+                end.dt.strftime(SLURM_TIME_FORMAT),
+                start.dt.strftime(SLURM_TIME_FORMAT),
+            )
+        )
         .when(over)
-        .then(pl.format("{}{} GPUs on {} node(s) of at most {} GPUs each", pl.lit(reason("GPUS_OVER_NODES", "")),
-                        "gpus", "n_nodes", pl.col("_capacity") / pl.col("n_nodes")))
+        .then(
+            pl.format(
+                "{}{} GPUs on {} node(s) of at most {} GPUs each",
+                pl.lit(reason("GPUS_OVER_NODES", "")),
+                "gpus",
+                "n_nodes",
+                pl.col("_capacity") / pl.col("n_nodes"),
+            )
+        )
     )
     return frame.with_columns(_record_error=error).drop("_capacity")
 
@@ -143,8 +159,9 @@ def quarantine_rows(indexed: pl.DataFrame, parsed: pl.DataFrame) -> pl.DataFrame
         partition_key=pl.col("day").cast(pl.String),
         location=pl.format("{}:{}", pl.col("source"), pl.col("line_no")),
         reason=pl.col("_reason"),
-        payload=pl.struct(pl.exclude("_row", "_reason", "raw_line", "_start_text"), raw_base64=pl.col("raw_line").bin.encode("base64"))
-        .struct.json_encode(),
+        payload=pl.struct(
+            pl.exclude("_row", "_reason", "raw_line", "_start_text"), raw_base64=pl.col("raw_line").bin.encode("base64")
+        ).struct.json_encode(),
         n_rows=pl.lit(1, pl.Int64),
     ).cast(QUARANTINE_SCHEMA)
 

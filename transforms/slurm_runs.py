@@ -17,9 +17,7 @@ def in_window(window_start: datetime, window_end: datetime) -> pl.Expr:
     runs not started (null start_time) that were submitted in it."""
     start, end, submit = pl.col("start_time"), pl.col("end_time"), pl.col("submit_time")
     started = (
-        start.is_not_null()
-        & (start < window_end)
-        & (end.is_null() | (end > window_start) | (start >= window_start))
+        start.is_not_null() & (start < window_end) & (end.is_null() | (end > window_start) | (start >= window_start))
     )
     waiting = start.is_null() & (submit >= window_start) & (submit < window_end)
     return started | waiting
@@ -33,9 +31,7 @@ def latest_per_key(frame: pl.DataFrame, key: list[str]) -> pl.DataFrame:
 def drop_superseded_pending(runs: pl.DataFrame) -> pl.DataFrame:
     """Drop not-started rows when a later day shows the same submission started."""
     key = ["cluster", "job_id_raw", "submit_time"]
-    started = runs.filter(pl.col("start_time").is_not_null()).group_by(key).agg(
-        _started_day=pl.col("day").max()
-    )
+    started = runs.filter(pl.col("start_time").is_not_null()).group_by(key).agg(_started_day=pl.col("day").max())
     joined = runs.join(started, on=key, how="left", nulls_equal=True, maintain_order="left")
     keep = (
         pl.col("start_time").is_not_null()
@@ -48,16 +44,12 @@ def drop_superseded_pending(runs: pl.DataFrame) -> pl.DataFrame:
 def with_step_counts(runs: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
     """``n_steps``: each step belongs to the latest run of its job started at or before it."""
     runs = runs.with_row_index("_run")
-    started = runs.filter(pl.col("start_time").is_not_null()).select(
-        "_run", "cluster", "job_id_raw", "start_time"
-    )
+    started = runs.filter(pl.col("start_time").is_not_null()).select("_run", "cluster", "job_id_raw", "start_time")
     placed = (
         steps.filter(pl.col("start_time").is_not_null())
         .select("cluster", pl.col("_parent_raw").alias("job_id_raw"), "start_time")
         .sort("start_time")
-        .join_asof(
-            started.sort("start_time"), on="start_time", by=["cluster", "job_id_raw"], check_sortedness=False
-        )
+        .join_asof(started.sort("start_time"), on="start_time", by=["cluster", "job_id_raw"], check_sortedness=False)
     )
     counts = placed.drop_nulls("_run").group_by("_run").agg(n_steps=pl.len().cast(pl.Int32))
     return (
@@ -87,15 +79,22 @@ def with_runaway_ends(runs: pl.DataFrame, last_samples: pl.DataFrame | None) -> 
     (``last_samples``) and the end of the month they started in; ``end_inferred_from`` names which
     (``time_limit``, ``last_sample``, ``month_end``), null for every other run."""
     samples = last_samples if last_samples is not None else pl.DataFrame(schema=LAST_SAMPLES_SCHEMA)
-    joined = runs.join(samples.select(list(LAST_SAMPLES_SCHEMA)), on=["cluster", "job_id_raw", "start_time"],
-                       how="left", nulls_equal=True, maintain_order="left")
+    joined = runs.join(
+        samples.select(list(LAST_SAMPLES_SCHEMA)),
+        on=["cluster", "job_id_raw", "start_time"],
+        how="left",
+        nulls_equal=True,
+        maintain_order="left",
+    )
     start = pl.col("start_time")
     by_limit = start + pl.duration(seconds=pl.col("timelimit_seconds"))
     by_month = start.dt.truncate("1mo").dt.offset_by("1mo")  # 00:00 on the next month's first day
     inferred = pl.min_horizontal(by_limit, pl.col("last_sample_end"), by_month)
     source = (
-        pl.when(inferred == by_limit).then(pl.lit("time_limit"))
-        .when(inferred == pl.col("last_sample_end")).then(pl.lit("last_sample"))
+        pl.when(inferred == by_limit)
+        .then(pl.lit("time_limit"))
+        .when(inferred == pl.col("last_sample_end"))
+        .then(pl.lit("last_sample"))
         .otherwise(pl.lit("month_end"))
     )  # fmt: skip  (one rule a line)
     is_runaway = runaway()

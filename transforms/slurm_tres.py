@@ -57,7 +57,9 @@ def _gpu_entries(tres: str) -> tuple[int | None, dict[str, int]]:
         if not value.isdigit():
             raise SlurmParseError(f"bad GPU count in {item.strip()!r}")
         if int(value) > MAX_GPU_COUNT:
-            raise SlurmParseError(reason("ABSURD_COUNT", f"GPU count {value} in {item.strip()!r} is beyond any cluster"))
+            raise SlurmParseError(
+                reason("ABSURD_COUNT", f"GPU count {value} in {item.strip()!r} is beyond any cluster")
+            )
         if key == "gres/gpu":
             untyped = int(value)
         else:

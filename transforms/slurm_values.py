@@ -15,6 +15,7 @@ from cardhours import hostlist
 class SlurmParseError(ValueError):
     """A sacct field value that cannot be parsed."""
 
+
 _UNLIMITED = {"UNLIMITED", "Partition_Limit", "NONE", ""}
 _TIMELIMIT = re.compile(r"^(?:(?P<days>\d+)-)?(?P<clock>\d+(?::\d+){0,2})$")
 
@@ -45,6 +46,7 @@ def parse_hosts(text: str | None) -> list[str]:
         return hostlist.expand(text)
     except hostlist.HostlistError as exc:
         raise SlurmParseError(str(exc)) from exc
+
 
 # --- applying Python parsers to a column --------------------------------------------
 

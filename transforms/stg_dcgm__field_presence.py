@@ -46,6 +46,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "suspect_flat_zero": pl.Boolean(),
 }
 
+
 def _field_stats(field: str) -> list[pl.Expr]:
     column = pl.col(field)
     return [
@@ -67,8 +68,10 @@ def stg_dcgm__field_presence(
     samples: pl.LazyFrame | pl.DataFrame, day: date, moving_min: float = MOVING_MIN
 ) -> pl.DataFrame:
     """Per instance and field: non-null and non-zero counts, min, max and the flat-zero flag."""
-    wide = samples.lazy().group_by(list(INSTANCE_KEY)).agg(
-        *(expr for field in SAMPLE_VALUE_COLUMNS for expr in _field_stats(field))
+    wide = (
+        samples.lazy()
+        .group_by(list(INSTANCE_KEY))
+        .agg(*(expr for field in SAMPLE_VALUE_COLUMNS for expr in _field_stats(field)))
     )
     long = pl.concat([_one_field(wide, field) for field in SAMPLE_VALUE_COLUMNS])
     ratio_max = pl.when(pl.col("field") == "gpu_util").then(pl.col("max_value") / 100).otherwise(pl.col("max_value"))
@@ -77,7 +80,9 @@ def stg_dcgm__field_presence(
     flat_zero = (pl.col("n_samples") > 0) & (pl.col("n_nonzero") == 0)
     return (
         long.with_columns(pl.lit(day, pl.Date).alias("day"))
-        .with_columns((pl.col("field").is_in(FLAT_ZERO_SUSPECT_FIELDS) & flat_zero & another_moves).alias("suspect_flat_zero"))
+        .with_columns(
+            (pl.col("field").is_in(FLAT_ZERO_SUSPECT_FIELDS) & flat_zero & another_moves).alias("suspect_flat_zero")
+        )
         .select(list(SCHEMA))
         .cast(SCHEMA)
         .sort(["cluster", "hostname", "gpu", "gpu_i_id", "field"], nulls_last=False)

@@ -21,15 +21,39 @@ from __future__ import annotations
 import polars as pl
 
 SCHEMA: dict[str, pl.DataType] = {
-    "cluster": pl.String(), "scheduler": pl.String(), "job_id": pl.String(), "job_id_raw": pl.String(),
-    "job_name": pl.String(), "user_name": pl.String(), "account": pl.String(), "partition_name": pl.String(),
-    "qos": pl.String(), "state": pl.String(), "submit_time": pl.Datetime("us"), "eligible_time": pl.Datetime("us"),
-    "start_time": pl.Datetime("us"), "end_time": pl.Datetime("us"), "is_open": pl.Boolean(), "gpus": pl.Float64(),
-    "gpu_slots": pl.Int32(), "gpu_type": pl.String(), "is_mig": pl.Boolean(), "n_nodes": pl.Int32(),
-    "hosts": pl.List(pl.String()), "namespace": pl.String(), "owner_kind": pl.String(), "owner_name": pl.String(),
-    "deployment_name": pl.String(), "department": pl.String(), "department_source": pl.String(),
-    "department_conflict": pl.Boolean(), "queue_name": pl.String(), "queue_seconds": pl.Float64(),
-    "gpu_seconds": pl.Float64(), "end_error_seconds": pl.Int64(), "n_pods": pl.Int32(),
+    "cluster": pl.String(),
+    "scheduler": pl.String(),
+    "job_id": pl.String(),
+    "job_id_raw": pl.String(),
+    "job_name": pl.String(),
+    "user_name": pl.String(),
+    "account": pl.String(),
+    "partition_name": pl.String(),
+    "qos": pl.String(),
+    "state": pl.String(),
+    "submit_time": pl.Datetime("us"),
+    "eligible_time": pl.Datetime("us"),
+    "start_time": pl.Datetime("us"),
+    "end_time": pl.Datetime("us"),
+    "is_open": pl.Boolean(),
+    "gpus": pl.Float64(),
+    "gpu_slots": pl.Int32(),
+    "gpu_type": pl.String(),
+    "is_mig": pl.Boolean(),
+    "n_nodes": pl.Int32(),
+    "hosts": pl.List(pl.String()),
+    "namespace": pl.String(),
+    "owner_kind": pl.String(),
+    "owner_name": pl.String(),
+    "deployment_name": pl.String(),
+    "department": pl.String(),
+    "department_source": pl.String(),
+    "department_conflict": pl.Boolean(),
+    "queue_name": pl.String(),
+    "queue_seconds": pl.Float64(),
+    "gpu_seconds": pl.Float64(),
+    "end_error_seconds": pl.Int64(),
+    "n_pods": pl.Int32(),
 }
 PER_POD_OWNERS = ("ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController")
 NO_OWNER = "<none>"
@@ -38,40 +62,76 @@ NO_OWNER = "<none>"
 def job_key() -> pl.Expr:
     """``namespace/pod`` for bare and replica pods, else ``namespace/owner_kind/owner_name``."""
     per_pod = pl.col("owner_kind").is_null() | pl.col("owner_kind").is_in([NO_OWNER, *PER_POD_OWNERS])
-    return (pl.when(per_pod).then(pl.format("{}/{}", "namespace", "pod"))
-            .otherwise(pl.format("{}/{}/{}", "namespace", "owner_kind", "owner_name")))
+    return (
+        pl.when(per_pod)
+        .then(pl.format("{}/{}", "namespace", "pod"))
+        .otherwise(pl.format("{}/{}/{}", "namespace", "owner_kind", "owner_name"))
+    )
 
 
 def _state() -> pl.Expr:
-    return (pl.when(pl.col("start_time").is_null().all()).then(pl.lit("PENDING"))
-            .when(pl.col("is_open").any()).then(pl.lit("RUNNING"))
-            .when((pl.col("phase") == "Failed").any()).then(pl.lit("FAILED"))
-            .otherwise(pl.lit("COMPLETED")))
+    return (
+        pl.when(pl.col("start_time").is_null().all())
+        .then(pl.lit("PENDING"))
+        .when(pl.col("is_open").any())
+        .then(pl.lit("RUNNING"))
+        .when((pl.col("phase") == "Failed").any())
+        .then(pl.lit("FAILED"))
+        .otherwise(pl.lit("COMPLETED"))
+    )
 
 
 def stg_kube__jobs(pods: pl.DataFrame) -> pl.DataFrame:
     """One row per job from stg_kube__pods rows."""
-    keyed = pods.with_columns(job_id=job_key(), per_pod=pl.col("owner_kind").is_null()
-                              | pl.col("owner_kind").is_in([NO_OWNER, *PER_POD_OWNERS]))
-    jobs = keyed.sort("created_time", "pod").group_by("cluster", "job_id", maintain_order=True).agg(
-        job_name=pl.when(pl.col("per_pod").first()).then(pl.col("pod").first()).otherwise(pl.col("owner_name").first()),
-        qos=pl.col("priority_class").first(), state=_state(),
-        submit_time=pl.col("created_time").min(), start_time=pl.col("start_time").min(),
-        end_time=pl.when(pl.col("is_open").any()).then(None).otherwise(pl.col("end_time").max()),
-        is_open=pl.col("is_open").any(), gpus=pl.col("gpus").sum(), gpu_slots=pl.col("gpu_slots").sum(),
-        gpu_type=pl.col("gpu_type").unique().sort().str.join(","), is_mig=pl.col("is_mig").any(),
-        hosts=pl.col("node").drop_nulls().unique().sort(), namespace=pl.col("namespace").first(),
-        owner_kind=pl.col("owner_kind").first(), owner_name=pl.col("owner_name").first(),
-        deployment_name=pl.col("deployment_name").first(), department=pl.col("department").first(),
-        department_source=pl.col("department_source").first(),
-        department_conflict=pl.col("department").n_unique() > 1, queue_name=pl.col("queue_name").drop_nulls().first(),
-        queue_seconds=pl.when(pl.col("scheduled_time").is_null().any()).then(None).otherwise(
-            (pl.col("scheduled_time").max() - pl.col("created_time").min()).dt.total_microseconds() / 1e6),
-        gpu_seconds=pl.col("gpu_seconds").sum(), end_error_seconds=pl.col("end_error_seconds").max(),
-        n_pods=pl.len(),
+    keyed = pods.with_columns(
+        job_id=job_key(),
+        per_pod=pl.col("owner_kind").is_null() | pl.col("owner_kind").is_in([NO_OWNER, *PER_POD_OWNERS]),
     )
-    return jobs.with_columns(
-        scheduler=pl.lit("kubernetes"), job_id_raw=pl.col("job_id"), user_name=pl.lit(None, pl.String),
-        account=pl.col("namespace"), partition_name=pl.lit(None, pl.String), eligible_time=pl.col("submit_time"),
-        n_nodes=pl.col("hosts").list.len(),
-    ).select(list(SCHEMA)).cast(SCHEMA).sort("cluster", "job_id")  # type: ignore[arg-type]
+    jobs = (
+        keyed.sort("created_time", "pod")
+        .group_by("cluster", "job_id", maintain_order=True)
+        .agg(
+            job_name=pl.when(pl.col("per_pod").first())
+            .then(pl.col("pod").first())
+            .otherwise(pl.col("owner_name").first()),
+            qos=pl.col("priority_class").first(),
+            state=_state(),
+            submit_time=pl.col("created_time").min(),
+            start_time=pl.col("start_time").min(),
+            end_time=pl.when(pl.col("is_open").any()).then(None).otherwise(pl.col("end_time").max()),
+            is_open=pl.col("is_open").any(),
+            gpus=pl.col("gpus").sum(),
+            gpu_slots=pl.col("gpu_slots").sum(),
+            gpu_type=pl.col("gpu_type").unique().sort().str.join(","),
+            is_mig=pl.col("is_mig").any(),
+            hosts=pl.col("node").drop_nulls().unique().sort(),
+            namespace=pl.col("namespace").first(),
+            owner_kind=pl.col("owner_kind").first(),
+            owner_name=pl.col("owner_name").first(),
+            deployment_name=pl.col("deployment_name").first(),
+            department=pl.col("department").first(),
+            department_source=pl.col("department_source").first(),
+            department_conflict=pl.col("department").n_unique() > 1,
+            queue_name=pl.col("queue_name").drop_nulls().first(),
+            queue_seconds=pl.when(pl.col("scheduled_time").is_null().any())
+            .then(None)
+            .otherwise((pl.col("scheduled_time").max() - pl.col("created_time").min()).dt.total_microseconds() / 1e6),
+            gpu_seconds=pl.col("gpu_seconds").sum(),
+            end_error_seconds=pl.col("end_error_seconds").max(),
+            n_pods=pl.len(),
+        )
+    )
+    return (
+        jobs.with_columns(
+            scheduler=pl.lit("kubernetes"),
+            job_id_raw=pl.col("job_id"),
+            user_name=pl.lit(None, pl.String),
+            account=pl.col("namespace"),
+            partition_name=pl.lit(None, pl.String),
+            eligible_time=pl.col("submit_time"),
+            n_nodes=pl.col("hosts").list.len(),
+        )
+        .select(list(SCHEMA))
+        .cast(SCHEMA)
+        .sort("cluster", "job_id")
+    )  # type: ignore[arg-type]

@@ -34,7 +34,16 @@ from transforms.slurm_runs import (
     with_step_counts,
 )
 
-__all__ = ["ERROR_COLUMNS", "LAST_SAMPLES_SCHEMA", "RUN_KEY", "SCHEMA", "TIME_COLUMNS", "in_window", "runaway", "stg_slurm__jobs"]  # re-exported too
+__all__ = [
+    "ERROR_COLUMNS",
+    "LAST_SAMPLES_SCHEMA",
+    "RUN_KEY",
+    "SCHEMA",
+    "TIME_COLUMNS",
+    "in_window",
+    "runaway",
+    "stg_slurm__jobs",
+]  # re-exported too
 
 SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),

@@ -59,9 +59,7 @@ def first_row(conn: duckdb.DuckDBPyConnection, sql: str, params: list[object] | 
     return rows[0] if rows else None
 
 
-def read_frame(
-    conn: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None
-) -> pl.DataFrame:
+def read_frame(conn: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> pl.DataFrame:
     """Run a query with ``?`` parameters bound from ``params`` and return it as a polars frame."""
     relation = conn.sql(sql, params=params)
     if relation is None:

@@ -52,8 +52,17 @@ class Build:
 
 def landing_statement(landing: Landing) -> tuple[str, list[object]]:
     """The upsert of one landing, as (sql, params) for ``replace_partition(also=...)``."""
-    return _UPSERT, [landing.cluster, landing.day, landing.source, landing.landed_at, landing.rows,
-                     landing.quarantined, landing.screened, landing.status, landing.detail]
+    return _UPSERT, [
+        landing.cluster,
+        landing.day,
+        landing.source,
+        landing.landed_at,
+        landing.rows,
+        landing.quarantined,
+        landing.screened,
+        landing.status,
+        landing.detail,
+    ]
 
 
 def record_landing(conn: duckdb.DuckDBPyConnection, landing: Landing) -> None:
@@ -64,18 +73,26 @@ def record_landing(conn: duckdb.DuckDBPyConnection, landing: Landing) -> None:
 def mark_rejected(conn: duckdb.DuckDBPyConnection, day: date, source: str, clusters: list[str], detail: str) -> None:
     """A day that landed but failed a blocking check: its landings become 'rejected'."""
     for cluster in clusters:
-        conn.execute("UPDATE meta.landings SET status = ?, detail = ? WHERE cluster = ? AND day = ? AND source = ?",
-                     [REJECTED, detail, cluster, day, source])
+        conn.execute(
+            "UPDATE meta.landings SET status = ?, detail = ? WHERE cluster = ? AND day = ? AND source = ?",
+            [REJECTED, detail, cluster, day, source],
+        )
 
 
 def month_landings(conn: duckdb.DuckDBPyConnection, first: date, end: date) -> pl.DataFrame:
     """Every landing of days in [first, end)."""
-    return read_frame(conn, "SELECT * FROM meta.landings WHERE day >= ? AND day < ? ORDER BY cluster, source, day",
-                      [first, end])
+    return read_frame(
+        conn, "SELECT * FROM meta.landings WHERE day >= ? AND day < ? ORDER BY cluster, source, day", [first, end]
+    )
 
 
-def start_build(conn: duckdb.DuckDBPyConnection, month: date, started_at: datetime,
-                landed_through: datetime | None, accepted_gaps: str | None) -> None:
+def start_build(
+    conn: duckdb.DuckDBPyConnection,
+    month: date,
+    started_at: datetime,
+    landed_through: datetime | None,
+    accepted_gaps: str | None,
+) -> None:
     conn.execute(
         "INSERT INTO meta.monthly_builds VALUES (?, ?, ?, NULL, ?, ?) ON CONFLICT (month) DO UPDATE SET "
         "started_at = excluded.started_at, landed_through = excluded.landed_through, finished_at = NULL, "
@@ -96,7 +113,9 @@ def finish_build(conn: duckdb.DuckDBPyConnection, month: date, finished_at: date
 
 def latest_build(conn: duckdb.DuckDBPyConnection, month: date) -> Build | None:
     row = first_row(
-        conn, "SELECT month, started_at, landed_through, finished_at, status, accepted_gaps "
-        "FROM meta.monthly_builds WHERE month = ?", [month]
+        conn,
+        "SELECT month, started_at, landed_through, finished_at, status, accepted_gaps "
+        "FROM meta.monthly_builds WHERE month = ?",
+        [month],
     )
     return Build(*row) if row else None

@@ -39,8 +39,10 @@ class WarehouseBusy(RuntimeError):
         self.path = path  # the warehouse (DuckDB file)
         self.holder = holder or {}
         if holder:
-            who = (f"{holder.get('what', 'another cardhours process')} since {holder.get('since', '?')}, "
-                   f"PID {holder.get('pid', '?')} on {holder.get('host', '?')}")
+            who = (
+                f"{holder.get('what', 'another cardhours process')} since {holder.get('since', '?')}, "
+                f"PID {holder.get('pid', '?')} on {holder.get('host', '?')}"
+            )
         else:
             who = "another cardhours process (its lock file gives no details)"
         super().__init__(

@@ -77,14 +77,12 @@ def discover_migrations(source: MigrationSource | None = None) -> list[Migration
         match = MIGRATION_FILE.match(entry.name)
         if match is None:
             raise MigrationError(
-                f"migration file {entry.name!r} is not named NNNN_name.sql "
-                "(four digits, underscore, lowercase name)"
+                f"migration file {entry.name!r} is not named NNNN_name.sql (four digits, underscore, lowercase name)"
             )
         version = int(match["version"])
         if version in found:
             raise MigrationError(
-                f"two migration files share version {version:04d}: "
-                f"{found[version].filename!r} and {entry.name!r}"
+                f"two migration files share version {version:04d}: {found[version].filename!r} and {entry.name!r}"
             )
         sql = entry.read_text(encoding="utf-8")
         found[version] = Migration(version, match["name"], entry.name, sql, checksum(sql))
@@ -150,12 +148,9 @@ def _apply(conn: duckdb.DuckDBPyConnection, migration: Migration) -> bool:
             try:
                 conn.execute(statement)
             except duckdb.Error as exc:
-                raise MigrationError(
-                    f"migration {migration.filename} failed at statement {index}: {exc}"
-                ) from exc
+                raise MigrationError(f"migration {migration.filename} failed at statement {index}: {exc}") from exc
         conn.execute(
-            "INSERT INTO main.schema_migrations (version, name, checksum, applied_at) "
-            "VALUES (?, ?, ?, ?)",
+            "INSERT INTO main.schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
             [
                 migration.version,
                 migration.name,

@@ -92,9 +92,7 @@ def _to_arrow(frame: Frame) -> pa.Table:
     raise TypeError(f"frame must be a polars DataFrame or a pyarrow Table, got {type(frame)}")
 
 
-def _prepare(
-    conn: duckdb.DuckDBPyConnection, table: str, frame: Frame, keys: Sequence[str]
-) -> tuple[_Table, pa.Table]:
+def _prepare(conn: duckdb.DuckDBPyConnection, table: str, frame: Frame, keys: Sequence[str]) -> tuple[_Table, pa.Table]:
     """Resolve the table and check the frame's columns and the partition keys against it."""
     target = _resolve_table(conn, table)
     data = _to_arrow(frame)
@@ -154,22 +152,17 @@ def _delete_insert(
 ) -> int:
     for partition in partitions:
         conn.execute(f"DELETE FROM {target.ref} WHERE {where}", list(partition.values()))
-    row = conn.execute(
-        f"INSERT INTO {target.ref} ({columns}) SELECT {columns} FROM {quote_ident(view)}"
-    ).fetchone()
+    row = conn.execute(f"INSERT INTO {target.ref} ({columns}) SELECT {columns} FROM {quote_ident(view)}").fetchone()
     inserted = int(row[0]) if row else 0
     # Count with the DELETE's own predicate, in the table's types: every inserted row
     # must be found in one of the partitions, or the write would leak outside them.
     counts = []
     for partition in partitions:
-        found = conn.execute(
-            f"SELECT count(*) FROM {target.ref} WHERE {where}", list(partition.values())
-        ).fetchone()
+        found = conn.execute(f"SELECT count(*) FROM {target.ref} WHERE {where}", list(partition.values())).fetchone()
         counts.append(int(found[0]) if found else 0)
     if sum(counts) != inserted:
         seen = conn.execute(
-            f"SELECT DISTINCT {', '.join(quote_ident(k) for k in keys)} "
-            f"FROM {quote_ident(view)} LIMIT 10"
+            f"SELECT DISTINCT {', '.join(quote_ident(k) for k in keys)} FROM {quote_ident(view)} LIMIT 10"
         ).fetchall()
         raise PartitionMismatchError(
             f"{inserted - sum(counts)} of {inserted} frame rows fall outside "
@@ -186,7 +179,10 @@ def _delete_insert(
 
 
 def replace_partition(
-    conn: duckdb.DuckDBPyConnection, table: str, frame: Frame, partition: Mapping[str, object],
+    conn: duckdb.DuckDBPyConnection,
+    table: str,
+    frame: Frame,
+    partition: Mapping[str, object],
     also: Sequence[Statement] = (),
 ) -> int:
     """Replace the rows of ``table`` ("schema.name") matching ``partition`` with ``frame``.
@@ -203,9 +199,7 @@ def replace_partition(
     return _write(conn, target, data, keys, [dict(partition)], also)
 
 
-def replace_partitions_by(
-    conn: duckdb.DuckDBPyConnection, table: str, frame: Frame, keys: Sequence[str]
-) -> int:
+def replace_partitions_by(conn: duckdb.DuckDBPyConnection, table: str, frame: Frame, keys: Sequence[str]) -> int:
     """Replace every partition (distinct ``keys`` values) present in ``frame``, in one transaction.
 
     Partitions absent from the frame are left alone. Returns rows inserted.

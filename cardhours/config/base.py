@@ -100,9 +100,7 @@ def _resolve_path(value: Path, info: ValidationInfo) -> Path:
 
 Slug = Annotated[str, AfterValidator(_check_slug)]
 Text = Annotated[str, AfterValidator(_check_text)]
-ConfigPath = Annotated[
-    Path, Field(strict=False), BeforeValidator(_reject_empty_path), AfterValidator(_resolve_path)
-]
+ConfigPath = Annotated[Path, Field(strict=False), BeforeValidator(_reject_empty_path), AfterValidator(_resolve_path)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]

@@ -27,9 +27,12 @@ def _duplicate_clusters(config: Config) -> list[tuple[Loc, str]]:
     problems: list[tuple[Loc, str]] = []
     for index, cluster in enumerate(config.clusters):
         if cluster.name in first:
-            problems.append((("clusters", index, "name"), (
-                f"duplicate cluster name {cluster.name!r} (also clusters[{first[cluster.name]}])"
-            )))
+            problems.append(
+                (
+                    ("clusters", index, "name"),
+                    (f"duplicate cluster name {cluster.name!r} (also clusters[{first[cluster.name]}])"),
+                )
+            )
         first.setdefault(cluster.name, index)
     return problems
 
@@ -42,16 +45,26 @@ def _hardware(config: Config) -> list[tuple[Loc, str]]:
             loc: Loc = ("clusters", c_index, "inventory", "node_groups", g_index)
             if group.gpu_model not in config.rates.gpu_hour:
                 models = sorted(config.rates.gpu_hour)
-                problems.append(((*loc, "gpu_model"), (
-                    f"no rate for gpu_model {group.gpu_model!r} in rates.gpu_hour"
-                    f"{did_you_mean(group.gpu_model, models)} (rates for: {', '.join(models) or 'none'})"
-                )))
+                problems.append(
+                    (
+                        (*loc, "gpu_model"),
+                        (
+                            f"no rate for gpu_model {group.gpu_model!r} in rates.gpu_hour"
+                            f"{did_you_mean(group.gpu_model, models)} (rates for: {', '.join(models) or 'none'})"
+                        ),
+                    )
+                )
             weight = sum(config.rates.mig_weight(p) for p in group.mig_layout)
             if weight > 1.0 + _TOLERANCE:
-                problems.append(((*loc, "mig_layout"), (
-                    f"instances weigh {weight:.3f} GPUs in total with rates.mig_profile_weights; "
-                    "a GPU can count for at most 1.0"
-                )))
+                problems.append(
+                    (
+                        (*loc, "mig_layout"),
+                        (
+                            f"instances weigh {weight:.3f} GPUs in total with rates.mig_profile_weights; "
+                            "a GPU can count for at most 1.0"
+                        ),
+                    )
+                )
     return problems
 
 
@@ -62,9 +75,7 @@ def _mapping_clusters(config: Config) -> list[tuple[Loc, str]]:
         for m_index, mapping in enumerate(getattr(config.org, section)):
             for c_index, name in enumerate(mapping.clusters or []):
                 if name not in names:
-                    problems.append(((
-                        "org", section, m_index, "clusters", c_index), unknown("cluster", name, names)
-                    ))
+                    problems.append((("org", section, m_index, "clusters", c_index), unknown("cluster", name, names)))
     return problems
 
 
@@ -78,8 +89,13 @@ def _quotas(config: Config) -> list[tuple[Loc, str]]:
     capacity = sum(config.capacity_gpus(name) for name in config.cluster_names)
     allowed = config.quotas.overcommit_ratio * capacity
     if total > allowed + _TOLERANCE:
-        problems.append((("quotas", "departments"), (
-            f"quotas sum to {total} GPUs, more than overcommit_ratio {config.quotas.overcommit_ratio:g} "
-            f"x capacity {capacity:g} GPUs = {allowed:g}"
-        )))
+        problems.append(
+            (
+                ("quotas", "departments"),
+                (
+                    f"quotas sum to {total} GPUs, more than overcommit_ratio {config.quotas.overcommit_ratio:g} "
+                    f"x capacity {capacity:g} GPUs = {allowed:g}"
+                ),
+            )
+        )
     return problems

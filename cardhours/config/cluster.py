@@ -85,8 +85,7 @@ class PrometheusConfig(StrictModel):
     def _env_name(cls, value: str | None) -> str | None:
         if value is not None and not _ENV_NAME.match(value):
             raise ValueError(
-                "must be the name of an environment variable (letters, digits, '_'), "
-                "never the secret itself"
+                "must be the name of an environment variable (letters, digits, '_'), never the secret itself"
             )
         return value
 
@@ -168,8 +167,14 @@ class ClusterConfig(StrictModel):
         if self.metrics.source == "prometheus" and self.prometheus is None:
             raise_problems([(("prometheus",), "required key is missing: metrics.source is 'prometheus'")])
         if self.kubernetes is not None and self.kubernetes.path is None and self.prometheus is None:
-            raise_problems([(("kubernetes", "path"), "required key is missing: no [clusters.prometheus] to read "
-                             "kube-state-metrics from")])
+            raise_problems(
+                [
+                    (
+                        ("kubernetes", "path"),
+                        "required key is missing: no [clusters.prometheus] to read kube-state-metrics from",
+                    )
+                ]
+            )
         return self
 
     @property

@@ -27,8 +27,15 @@ _EXPECTED = {
     "path_type": "a path string",
 }
 _TOML_TYPES: tuple[tuple[type, str], ...] = (
-    (bool, "boolean"), (int, "integer"), (float, "float"), (str, "string"), (list, "array"),
-    (dict, "table"), (datetime, "datetime"), (date, "date"), (time, "time"),
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "float"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "table"),
+    (datetime, "datetime"),
+    (date, "date"),
+    (time, "time"),
 )
 
 

@@ -56,14 +56,16 @@ def _mapping_frame(
             if not mapping.applies_to(cluster):
                 continue
             dept = config.org.departments[mapping.department]
-            rows.append({
-                "cluster": cluster,
-                key: getattr(mapping, key),
-                "department": mapping.department,
-                "department_name": dept.name,
-                "division": dept.division,
-                "division_name": config.org.divisions[dept.division].name,
-            })
+            rows.append(
+                {
+                    "cluster": cluster,
+                    key: getattr(mapping, key),
+                    "department": mapping.department,
+                    "department_name": dept.name,
+                    "division": dept.division,
+                    "division_name": config.org.divisions[dept.division].name,
+                }
+            )
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
@@ -95,8 +97,17 @@ def inventory_frame(config: Config) -> pl.DataFrame:
                 for gpu in range(group.gpus_per_node):
                     for gi_id, profile, fraction, memory in instances:
                         row = (
-                            cluster.name, host, gpu, group.gpu_model, group.model_name, memory,
-                            gi_id, profile, fraction, group.nvlink_domain, group.switch_group,
+                            cluster.name,
+                            host,
+                            gpu,
+                            group.gpu_model,
+                            group.model_name,
+                            memory,
+                            gi_id,
+                            profile,
+                            fraction,
+                            group.nvlink_domain,
+                            group.switch_group,
                         )
                         for name, value in zip(INVENTORY_SCHEMA, row, strict=True):
                             columns[name].append(value)

@@ -77,9 +77,9 @@ class NodeGroup(StrictModel):
     def _layout_fits(self) -> NodeGroup:
         slices = sum(parse_mig_profile(p).slices for p in self.mig_layout)
         if slices > MIG_SLICES_PER_GPU:
-            raise_problems([(("mig_layout",), (
-                f"MIG layout uses {slices} compute slices; a GPU has {MIG_SLICES_PER_GPU}"
-            ))])
+            raise_problems(
+                [(("mig_layout",), (f"MIG layout uses {slices} compute slices; a GPU has {MIG_SLICES_PER_GPU}"))]
+            )
         return self
 
     def hostnames(self) -> list[str]:
@@ -105,9 +105,11 @@ class InventoryConfig(StrictModel):
                     owner[host] = index
             for other, hosts in clashes.items():
                 shown = ", ".join(hosts[:5]) + (f" and {len(hosts) - 5} more" if len(hosts) > 5 else "")
-                problems.append(((
-                    "node_groups", index, "hosts"),
-                    f"host(s) {shown} already in node_groups[{other}]; a host belongs to one node group",
-                ))
+                problems.append(
+                    (
+                        ("node_groups", index, "hosts"),
+                        f"host(s) {shown} already in node_groups[{other}]; a host belongs to one node group",
+                    )
+                )
         raise_problems(problems)
         return self

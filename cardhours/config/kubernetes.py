@@ -8,6 +8,7 @@ Kueue v0.x and Volcano 1.x names; a site that relabels them overrides them here.
 from __future__ import annotations
 
 import re
+
 from pydantic import Field, field_validator, model_validator
 
 from cardhours.config.base import ConfigPath, Loc, PositiveInt, StrictModel, raise_problems
@@ -17,9 +18,11 @@ _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _check_names(model: StrictModel, pattern: re.Pattern[str], what: str) -> list[tuple[Loc, str]]:
-    return [((key,), f"{value!r} is not a valid Prometheus {what} name")
-            for key, value in model.__dict__.items()
-            if isinstance(value, str) and not pattern.match(value)]
+    return [
+        ((key,), f"{value!r} is not a valid Prometheus {what} name")
+        for key, value in model.__dict__.items()
+        if isinstance(value, str) and not pattern.match(value)
+    ]
 
 
 class KubeMetricNames(StrictModel):
@@ -59,8 +62,14 @@ class KueueConfig(StrictModel):
     def metrics(self) -> list[str]:
         """Every series name read: the histogram's buckets, sum and count, and the gauges."""
         wait = self.admission_wait
-        return [f"{wait}_sum", f"{wait}_count", f"{wait}_bucket", self.pending_workloads, self.resource_usage,
-                self.nominal_quota]
+        return [
+            f"{wait}_sum",
+            f"{wait}_count",
+            f"{wait}_bucket",
+            self.pending_workloads,
+            self.resource_usage,
+            self.nominal_quota,
+        ]
 
 
 class VolcanoConfig(StrictModel):
@@ -102,7 +111,9 @@ class KubernetesConfig(StrictModel):
     def _braced(cls, value: str) -> str:
         stripped = value.strip()
         if stripped and not (stripped.startswith("{") and stripped.endswith("}")):
-            raise ValueError(f"must be empty or label matchers in braces, e.g. '{{job=\"kube-state-metrics\"}}' (got {value!r})")
+            raise ValueError(
+                f"must be empty or label matchers in braces, e.g. '{{job=\"kube-state-metrics\"}}' (got {value!r})"
+            )
         return stripped
 
     @model_validator(mode="after")

@@ -54,10 +54,15 @@ def _overlapping(
         name = getattr(mapping, attr)
         for other, scope in seen.get(name, []):
             if scope is None or mapping.clusters is None or set(scope) & set(mapping.clusters):
-                problems.append(((section, index, attr), (
-                    f"{attr} {name!r} is already mapped by org.{section}[{other}] on an overlapping "
-                    "set of clusters; give each mapping its own `clusters`"
-                )))
+                problems.append(
+                    (
+                        (section, index, attr),
+                        (
+                            f"{attr} {name!r} is already mapped by org.{section}[{other}] on an overlapping "
+                            "set of clusters; give each mapping its own `clusters`"
+                        ),
+                    )
+                )
                 break
         seen.setdefault(name, []).append((index, mapping.clusters))
     return problems

@@ -99,16 +99,26 @@ class RatesConfig(StrictModel):
         for index, change in enumerate(self.price_changes):
             loc: Loc = ("price_changes", index)
             if change.gpu_model not in self.gpu_hour:
-                problems.append(((*loc, "gpu_model"), (
-                    f"no base price for gpu_model {change.gpu_model!r} in rates.gpu_hour"
-                    f"{did_you_mean(change.gpu_model, self.gpu_hour)}"
-                )))
+                problems.append(
+                    (
+                        (*loc, "gpu_model"),
+                        (
+                            f"no base price for gpu_model {change.gpu_model!r} in rates.gpu_hour"
+                            f"{did_you_mean(change.gpu_model, self.gpu_hour)}"
+                        ),
+                    )
+                )
             key = (change.gpu_model, change.effective)
             if key in seen:
-                problems.append(((*loc, "effective"), (
-                    f"{change.gpu_model!r} already changes price at {change.effective.isoformat()} "
-                    f"(price_changes[{seen[key]}])"
-                )))
+                problems.append(
+                    (
+                        (*loc, "effective"),
+                        (
+                            f"{change.gpu_model!r} already changes price at {change.effective.isoformat()} "
+                            f"(price_changes[{seen[key]}])"
+                        ),
+                    )
+                )
             seen.setdefault(key, index)
         raise_problems(problems)
         return self
@@ -123,7 +133,9 @@ class RatesConfig(StrictModel):
         changes are in ``price_segments``."""
         return self.gpu_hour[gpu_model]
 
-    def price_segments(self, gpu_model: str, start: datetime, end: datetime) -> list[tuple[datetime, datetime, Decimal]]:
+    def price_segments(
+        self, gpu_model: str, start: datetime, end: datetime
+    ) -> list[tuple[datetime, datetime, Decimal]]:
         """``[start, end)`` cut at this model's price changes: (from, to, price per GPU-hour)."""
         changes = sorted((c.effective, c.gpu_hour) for c in self.price_changes if c.gpu_model == gpu_model)
         price = price_decimal(self.gpu_hour[gpu_model])
@@ -155,8 +167,12 @@ def price_frame(rates: RatesConfig, start: datetime, end: datetime) -> pl.DataFr
     ]
     return pl.DataFrame(
         rows,
-        schema={"gpu_model": pl.String, "charge_period_start": pl.Datetime("us"),
-                "charge_period_end": pl.Datetime("us"), "list_unit_price": pl.String},
+        schema={
+            "gpu_model": pl.String,
+            "charge_period_start": pl.Datetime("us"),
+            "charge_period_end": pl.Datetime("us"),
+            "list_unit_price": pl.String,
+        },
         orient="row",
     )
 

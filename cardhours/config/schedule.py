@@ -7,7 +7,7 @@ of the monthly run. The run must come after the daily ingest of the month's last
 
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta, timezone
+from datetime import UTC, datetime, time, timedelta
 from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -35,22 +35,27 @@ class ScheduleConfig(StrictModel):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                f"unknown IANA timezone {value!r}{did_you_mean(value, available_timezones())}"
-            ) from None
+            raise ValueError(f"unknown IANA timezone {value!r}{did_you_mean(value, available_timezones())}") from None
         return value
 
     @model_validator(mode="after")
     def _after_daily_ingest(self) -> ScheduleConfig:
         for year, month in _PROBE_DAYS:
             local = datetime(year, month, 1, self.monthly_hour, tzinfo=ZoneInfo(self.timezone))
-            utc = local.astimezone(timezone.utc).replace(tzinfo=None)
+            utc = local.astimezone(UTC).replace(tzinfo=None)
             if utc < datetime.combine(local.date(), DAILY_INGEST_UTC) + INGEST_MARGIN:
-                raise_problems([(("monthly_hour",), (
-                    f"{self.monthly_hour:02d}:00 {self.timezone} on the 1st is {utc:%Y-%m-%d %H:%M} UTC, "
-                    f"before the last day's ingest ({DAILY_INGEST_UTC:%H:%M} UTC on the 1st) plus "
-                    f"{INGEST_MARGIN.seconds // 3600} h: pick a later hour"
-                ))])  # fmt: skip
+                raise_problems(
+                    [
+                        (
+                            ("monthly_hour",),
+                            (
+                                f"{self.monthly_hour:02d}:00 {self.timezone} on the 1st is {utc:%Y-%m-%d %H:%M} UTC, "
+                                f"before the last day's ingest ({DAILY_INGEST_UTC:%H:%M} UTC on the 1st) plus "
+                                f"{INGEST_MARGIN.seconds // 3600} h: pick a later hour"
+                            ),
+                        )
+                    ]
+                )
         return self
 
     @property

@@ -58,10 +58,14 @@ def url_problem(url: str) -> str | None:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return f"must be an http:// or https:// URL with a host (got {redact_url(url)!r})"
     if "@" in parts.netloc:
-        return ("must not carry credentials ('user:password@'): put them in environment variables and name "
-                "those with bearer_token_env, or basic_auth_user_env and basic_auth_password_env "
-                f"(got {redact_url(url)!r}, credentials removed)")
+        return (
+            "must not carry credentials ('user:password@'): put them in environment variables and name "
+            "those with bearer_token_env, or basic_auth_user_env and basic_auth_password_env "
+            f"(got {redact_url(url)!r}, credentials removed)"
+        )
     if parts.query or parts.fragment:
-        return (f"must not carry a query ('?...') or fragment ('#...'): the API paths are appended to it "
-                f"(got {redact_url(url)!r})")
+        return (
+            f"must not carry a query ('?...') or fragment ('#...'): the API paths are appended to it "
+            f"(got {redact_url(url)!r})"
+        )
     return None

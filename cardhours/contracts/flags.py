@@ -27,39 +27,55 @@ class FlagReason:
 
 FLAG_REASONS: tuple[FlagReason, ...] = (
     FlagReason(
-        "ZERO_UTIL", ("high",), "the GPUs did no work",
+        "ZERO_UTIL",
+        ("high",),
+        "the GPUs did no work",
         "The GPUs did no work: cancel idle jobs and check that the code really runs on the GPU.",
     ),
     FlagReason(
-        "LOW_UTIL", ("high", "medium"), "the GPUs were busy only a small share of the time",
+        "LOW_UTIL",
+        ("high", "medium"),
+        "the GPUs were busy only a small share of the time",
         "Request fewer GPUs or a smaller share, or give each GPU more work (larger batches, more tasks per GPU).",
     ),
     FlagReason(
-        "MEMORY_HELD_IDLE", ("high",), "GPU memory held while the GPUs stayed near idle",
+        "MEMORY_HELD_IDLE",
+        ("high",),
+        "GPU memory held while the GPUs stayed near idle",
         "Release GPUs when idle, or use a smaller share.",
     ),
     FlagReason(
-        "BUSY_ENGINE_IDLE_SMS", ("medium",), "the engine reads busy while the SMs stay idle",
+        "BUSY_ENGINE_IDLE_SMS",
+        ("medium",),
+        "the engine reads busy while the SMs stay idle",
         "The GPU looks busy but does almost no work: tiny kernels or serial code. "
         "Batch the work into larger kernels, or run it on CPUs.",
     ),
     FlagReason(
-        "INPUT_BOUND", ("medium",), "compute bursts between idle gaps: the GPU waits for input",
+        "INPUT_BOUND",
+        ("medium",),
+        "compute bursts between idle gaps: the GPU waits for input",
         "The GPU waits for input between bursts: check the data loader / CPU count "
         "(more loader workers and CPU cores, pinned memory, faster storage).",
     ),
     FlagReason("OVERSIZED", ("low",), "a whole GPU or MIG slice where a smaller MIG slice would do", None),
     FlagReason(
-        "IDLE_TAIL", ("medium",), "idle hours at the end of the job",
+        "IDLE_TAIL",
+        ("medium",),
+        "idle hours at the end of the job",
         "End the job when its work is done: look for waits after the last step "
         "(sleep, hung process, interactive session left open) and set a tighter time limit.",
     ),
     FlagReason(
-        "DEBUG_OVER_LIMIT", ("medium",), "the debug partition used too long or by too many jobs at once",
+        "DEBUG_OVER_LIMIT",
+        ("medium",),
+        "the debug partition used too long or by too many jobs at once",
         "Use the debug partition for short tests, a few at a time; run long or many jobs in the regular partitions.",
     ),
     FlagReason(
-        "MULTINODE_FRAGMENTED", ("low",), "GPUs spread over more hosts than needed",
+        "MULTINODE_FRAGMENTED",
+        ("low",),
+        "GPUs spread over more hosts than needed",
         "Prefer one host / NVLink domain: ask for whole nodes (e.g. --nodes=1 --gpus-per-node=N) "
         "so the GPUs talk over NVLink instead of the network.",
     ),

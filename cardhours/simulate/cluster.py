@@ -1,4 +1,5 @@
 """Simulated hardware: the node layout, the inventory frame, and where a GPU request fits."""
+
 from cardhours.simulate.hardware import (
     GPUS_PER_NODE,
     MIG_GI_IDS,
@@ -20,7 +21,25 @@ from cardhours.simulate.inventory import INVENTORY_SCHEMA, NodeGroup, build_inve
 from cardhours.simulate.placement import FreeSlots, Request
 
 __all__ = [  # re-exported: callers import the simulated hardware from here
-    "GPUS_PER_NODE", "INVENTORY_SCHEMA", "MIG_GI_IDS", "MIG_LAYOUT", "MIG_MEMORY_MIB", "MIG_SLICES", "MODELS",
-    "NODES_PER_SWITCH", "PCI_BUSES", "Cluster", "FreeSlots", "GpuModel", "Node", "NodeGroup", "Request", "Slot",
-    "build_cluster", "build_inventory", "mig_fraction", "node_groups", "slot_table",
+    "GPUS_PER_NODE",
+    "INVENTORY_SCHEMA",
+    "MIG_GI_IDS",
+    "MIG_LAYOUT",
+    "MIG_MEMORY_MIB",
+    "MIG_SLICES",
+    "MODELS",
+    "NODES_PER_SWITCH",
+    "PCI_BUSES",
+    "Cluster",
+    "FreeSlots",
+    "GpuModel",
+    "Node",
+    "NodeGroup",
+    "Request",
+    "Slot",
+    "build_cluster",
+    "build_inventory",
+    "mig_fraction",
+    "node_groups",
+    "slot_table",
 ]

@@ -69,8 +69,11 @@ def _cluster_lines(cluster: Cluster, metrics_path: str, sacct_file: str, step_se
     lines += _table("clusters.slurm", {"sacct_file": sacct_file})
     for group in node_groups(cluster):
         items: dict[str, object] = {
-            "hosts": group.hosts, "gpu_model": group.gpu_model, "model_name": group.model_name,
-            "gpus_per_node": group.gpus_per_node, "gpu_memory_mib": group.gpu_memory_mib,
+            "hosts": group.hosts,
+            "gpu_model": group.gpu_model,
+            "model_name": group.model_name,
+            "gpus_per_node": group.gpus_per_node,
+            "gpu_memory_mib": group.gpu_memory_mib,
         }
         if group.nvlink_domain is not None:
             items["nvlink_domain"] = group.nvlink_domain

@@ -46,14 +46,17 @@ def expected_energy_mj(fleet: Fleet, runs: Runs, a_us: np.ndarray | int, b_us: n
         return np.maximum(0, np.minimum(hi, b) - np.maximum(lo, a)) / US
 
     idle_w = fleet.idle_w[runs.inst]
-    extra = (overlap_s(runs.start_us, runs.tail_us) * (runs.run_w - idle_w)
-             + overlap_s(runs.tail_us, runs.end_us) * (runs.tail_w - idle_w)) * fleet.share[runs.inst]
+    extra = (
+        overlap_s(runs.start_us, runs.tail_us) * (runs.run_w - idle_w)
+        + overlap_s(runs.tail_us, runs.end_us) * (runs.tail_w - idle_w)
+    ) * fleet.share[runs.inst]
     per_gpu = fleet.idle_w[starts] * (b_us - a_us) / US + np.bincount(run_gpu, extra, minlength=starts.size)
     return 1000.0 * per_gpu
 
 
-def energy_counter_mj(fleet: Fleet, runs: Runs, power_w: np.ndarray, ds: int, step: int,
-                      boots: tuple[np.ndarray, np.ndarray], seed: int) -> np.ndarray:
+def energy_counter_mj(
+    fleet: Fleet, runs: Runs, power_w: np.ndarray, ds: int, step: int, boots: tuple[np.ndarray, np.ndarray], seed: int
+) -> np.ndarray:
     """TOTAL_ENERGY_CONSUMPTION per (instance, step): integer mJ since the GPU's boot, the
     GPU's counter repeated on each of its MIG instances (`power_w` holds the GPU's power there).
 
@@ -78,8 +81,9 @@ def energy_counter_mj(fleet: Fleet, runs: Runs, power_w: np.ndarray, ds: int, st
     return np.floor(counter)[fleet.gpu]
 
 
-def _rebooted_row(fleet: Fleet, runs: Runs, gpu: int, done: np.ndarray, inc: np.ndarray, start: float,
-                  when: int, ds: int, step: int) -> np.ndarray:
+def _rebooted_row(
+    fleet: Fleet, runs: Runs, gpu: int, done: np.ndarray, inc: np.ndarray, start: float, when: int, ds: int, step: int
+) -> np.ndarray:
     """One GPU's counter on the day it reboots at `when` (ds < when < ds + 1 day): back to ~0."""
     k_r = int(steps_from(np.int64(when), ds, step))  # first sample at or after the reboot (>= 1)
     t_r = ds + k_r * step

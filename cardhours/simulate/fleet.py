@@ -33,9 +33,16 @@ class Fleet:
 
     def slice(self, lo: int, hi: int) -> Fleet:
         gpu = self.gpu[lo:hi]
-        return Fleet(frame=self.frame.slice(lo, hi - lo), whole=self.whole[lo:hi], limit_w=self.limit_w[lo:hi],
-                     memory_mib=self.memory_mib[lo:hi], idle_w=self.idle_w[lo:hi], key=self.key[lo:hi],
-                     share=self.share[lo:hi], gpu=gpu - gpu[0] if gpu.size else gpu)
+        return Fleet(
+            frame=self.frame.slice(lo, hi - lo),
+            whole=self.whole[lo:hi],
+            limit_w=self.limit_w[lo:hi],
+            memory_mib=self.memory_mib[lo:hi],
+            idle_w=self.idle_w[lo:hi],
+            key=self.key[lo:hi],
+            share=self.share[lo:hi],
+            gpu=gpu - gpu[0] if gpu.size else gpu,
+        )
 
     def gpu_starts(self) -> np.ndarray:
         """The first row of each physical GPU."""
@@ -78,9 +85,16 @@ def make_fleet(inventory: pl.DataFrame, seed: int) -> Fleet:
     jitter = 1.0 + 0.03 * (2.0 * shapes.hash_unit(gpu_key ^ shapes.as_u64(seed), 7) - 1.0)
     profiles = frame["gpu_i_profile"].to_list()
     share = np.array([1.0 if p is None else mig_fraction(p) for p in profiles])
-    return Fleet(frame=frame, whole=frame["gpu_i_id"].is_null().to_numpy(), limit_w=limit,
-                 memory_mib=frame["memory_mib"].cast(pl.Float64).to_numpy(),
-                 idle_w=limit * shapes.IDLE_POWER_FRAC * jitter, key=key, share=share, gpu=gpu)
+    return Fleet(
+        frame=frame,
+        whole=frame["gpu_i_id"].is_null().to_numpy(),
+        limit_w=limit,
+        memory_mib=frame["memory_mib"].cast(pl.Float64).to_numpy(),
+        idle_w=limit * shapes.IDLE_POWER_FRAC * jitter,
+        key=key,
+        share=share,
+        gpu=gpu,
+    )
 
 
 def _hash_names(names: list[str]) -> np.ndarray:
@@ -91,8 +105,9 @@ def _hash_names(names: list[str]) -> np.ndarray:
 def _join_instances(allocations: pl.DataFrame, fleet: Fleet) -> pl.DataFrame:
     keys = {"gpu": pl.Int16, "gpu_i_id": pl.Int16}
     index = fleet.frame.select("hostname", "gpu", "gpu_i_id").cast(keys).with_row_index("inst")
-    joined = allocations.cast(keys).join(index, on=["hostname", "gpu", "gpu_i_id"], how="left",
-                                         nulls_equal=True, maintain_order="left")
+    joined = allocations.cast(keys).join(
+        index, on=["hostname", "gpu", "gpu_i_id"], how="left", nulls_equal=True, maintain_order="left"
+    )
     missing = joined.filter(pl.col("inst").is_null()).select("hostname", "gpu", "gpu_i_id")
     if missing.height:
         raise ValueError(f"allocations on instances not in the inventory: {missing.rows()[:5]}")
@@ -114,9 +129,19 @@ def make_runs(allocations: pl.DataFrame, fleet: Fleet) -> Runs:
     run_w = idle_w + limit * (shapes.shape_param("power_frac")[shape] - shapes.IDLE_POWER_FRAC) * act
     tail_w = idle_w + limit * (shapes.SHAPES[shapes.TAIL_SHAPE].power_frac - shapes.IDLE_POWER_FRAC)
     held = shapes.BASELINE_FB_FRAC + shapes.shape_param("fb_frac")[shape] * shapes.memory_factor(job_seed)
-    return Runs(inst=inst, start_us=start, end_us=end, tail_us=tail, shape=shape, job_seed=job_seed, act=act,
-                run_w=run_w, tail_w=tail_w, fb_mib=np.rint(fleet.memory_mib[inst] * held),
-                job_id=joined["job_id_raw"].cast(pl.String).to_numpy().astype(object))
+    return Runs(
+        inst=inst,
+        start_us=start,
+        end_us=end,
+        tail_us=tail,
+        shape=shape,
+        job_seed=job_seed,
+        act=act,
+        run_w=run_w,
+        tail_w=tail_w,
+        fb_mib=np.rint(fleet.memory_mib[inst] * held),
+        job_id=joined["job_id_raw"].cast(pl.String).to_numpy().astype(object),
+    )
 
 
 def steps_from(t_us: np.ndarray, ds: int, step: int) -> np.ndarray:

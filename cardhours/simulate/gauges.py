@@ -7,8 +7,13 @@ import numpy as np
 from cardhours.simulate import shapes
 from cardhours.simulate.fleet import US, Fleet, Runs, steps_from
 
-RATIO_FIELDS = {"gr_engine_active": "gr_engine", "sm_active": "sm_active", "sm_occupancy": "sm_occupancy",
-                "tensor_active": "tensor", "dram_active": "dram"}
+RATIO_FIELDS = {
+    "gr_engine_active": "gr_engine",
+    "sm_active": "sm_active",
+    "sm_occupancy": "sm_occupancy",
+    "tensor_active": "tensor",
+    "dram_active": "dram",
+}
 
 
 def _level_table(fleet: Fleet, runs: Runs) -> dict[str, np.ndarray]:
@@ -19,8 +24,11 @@ def _level_table(fleet: Fleet, runs: Runs) -> dict[str, np.ndarray]:
 
     def stack(field: str, run_scale: np.ndarray | float = 1.0) -> np.ndarray:
         per_shape = shapes.shape_param(field)
-        parts = [np.full(n_inst, per_shape[idle_index]), per_shape[runs.shape] * run_scale,
-                 np.full(n_runs, getattr(tail, field))]
+        parts = [
+            np.full(n_inst, per_shape[idle_index]),
+            per_shape[runs.shape] * run_scale,
+            np.full(n_runs, getattr(tail, field)),
+        ]
         return np.concatenate(parts).astype(np.float32)
 
     table = {field: stack(field, runs.act) for field in RATIO_FIELDS.values()}
@@ -56,8 +64,9 @@ def _quantize(values: np.ndarray, scale: float) -> np.ndarray:
     return np.rint(values * np.float32(scale)).astype(np.float64) / scale
 
 
-def sample_values(fleet: Fleet, runs: Runs, run_grid: np.ndarray, ds: int, step: int,
-                  rng: np.random.Generator) -> dict[str, np.ndarray]:
+def sample_values(
+    fleet: Fleet, runs: Runs, run_grid: np.ndarray, ds: int, step: int, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
     """The nine gauge metrics per (instance, step), float64; NaN where DCGM exports nothing."""
     table = _level_table(fleet, runs)
     row = _sample_rows(runs, run_grid, ds, step)
@@ -88,8 +97,16 @@ def mig_gpu_power(fleet: Fleet, power: np.ndarray) -> np.ndarray:
     return np.clip(gpu_w, 0.0, fleet.limit_w[starts, None])[fleet.gpu]
 
 
-def _gpu_util(table: dict[str, np.ndarray], row: np.ndarray, run_grid: np.ndarray, runs: Runs, ds: int,
-              step: int, z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _gpu_util(
+    table: dict[str, np.ndarray],
+    row: np.ndarray,
+    run_grid: np.ndarray,
+    runs: Runs,
+    ds: int,
+    step: int,
+    z: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """GPU_UTIL: integer percent; sparse for bursty, a duty-cycle sawtooth for starved."""
     util = shapes.level_util(table["util"][row], table["util_sd"][row], z)
     mode = table["mode"][row]
@@ -101,6 +118,7 @@ def _gpu_util(table: dict[str, np.ndarray], row: np.ndarray, run_grid: np.ndarra
     seconds = (ds + saw[1].astype(np.int64) * step - runs.start_us[run]) / US
     seed = runs.job_seed[run]
     u = rng.random((2, run.size))
-    util[saw] = shapes.sawtooth_util(seconds, shapes.sawtooth_period(seed), shapes.sawtooth_phase(seed),
-                                     table["util"][row[saw]], z[saw], u[0], u[1])
+    util[saw] = shapes.sawtooth_util(
+        seconds, shapes.sawtooth_period(seed), shapes.sawtooth_phase(seed), table["util"][row[saw]], z[saw], u[0], u[1]
+    )
     return util

@@ -70,10 +70,7 @@ def _model_counts(n_nodes: int, rng: np.random.Generator) -> list[tuple[str, boo
     n_a100 = round(rest * rng.uniform(0.08, 0.18)) if rest >= 6 else 0
     n_h100 = rest - n_h200 - n_a100
     return (
-        [("H100", False)] * n_h100
-        + [("H200", False)] * n_h200
-        + [("A100", False)] * n_a100
-        + [("A100", True)] * n_mig
+        [("H100", False)] * n_h100 + [("H200", False)] * n_h200 + [("A100", False)] * n_a100 + [("A100", True)] * n_mig
     )
 
 

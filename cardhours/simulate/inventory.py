@@ -57,11 +57,23 @@ def build_inventory(cluster: Cluster, seed: int) -> pl.DataFrame:
         if (slot.node, slot.gpu) not in uuids:
             uuids[slot.node, slot.gpu] = _uuid(rng)
         memory = MIG_MEMORY_MIB[slot.profile] if slot.profile else node.model.memory_mib
-        rows.append((
-            cluster.name, slot.hostname, slot.gpu, uuids[slot.node, slot.gpu],
-            f"00000000:{PCI_BUSES[slot.gpu]:02X}:00.0", f"nvidia{slot.gpu}", node.model.model_name,
-            node.model.gpu_model, memory, slot.gi_id, slot.profile, node.nvlink_domain, node.switch_group,
-        ))
+        rows.append(
+            (
+                cluster.name,
+                slot.hostname,
+                slot.gpu,
+                uuids[slot.node, slot.gpu],
+                f"00000000:{PCI_BUSES[slot.gpu]:02X}:00.0",
+                f"nvidia{slot.gpu}",
+                node.model.model_name,
+                node.model.gpu_model,
+                memory,
+                slot.gi_id,
+                slot.profile,
+                node.nvlink_domain,
+                node.switch_group,
+            )
+        )
     return pl.DataFrame(rows, schema=INVENTORY_SCHEMA, orient="row")
 
 

@@ -31,9 +31,32 @@ from cardhours.simulate.partitions import EXIT_CODES, LIMITS, MIG_CPUS, MIG_PROF
 from cardhours.simulate.submission import draw_submission, mean_work, whole_models
 
 __all__ = [  # re-exported: callers import the simulated workload from here
-    "ACCOUNT_SUFFIXES", "DAY", "DEPARTMENTS", "DIVISIONS", "EXIT_CODES", "FIRST_JOB_ID", "HOUR", "KINDS", "LIMITS",
-    "MIG_CPUS", "MIG_PROFILES", "PARTITIONS", "SURNAMES", "TARGET_LOAD", "UNMAPPED_ACCOUNT", "WASTEFUL", "Account",
-    "JobSpec", "Org", "Submission", "User", "arrivals", "build_org", "draw_submission", "generate_jobs", "mean_work",
+    "ACCOUNT_SUFFIXES",
+    "DAY",
+    "DEPARTMENTS",
+    "DIVISIONS",
+    "EXIT_CODES",
+    "FIRST_JOB_ID",
+    "HOUR",
+    "KINDS",
+    "LIMITS",
+    "MIG_CPUS",
+    "MIG_PROFILES",
+    "PARTITIONS",
+    "SURNAMES",
+    "TARGET_LOAD",
+    "UNMAPPED_ACCOUNT",
+    "WASTEFUL",
+    "Account",
+    "JobSpec",
+    "Org",
+    "Submission",
+    "User",
+    "arrivals",
+    "build_org",
+    "draw_submission",
+    "generate_jobs",
+    "mean_work",
 ]
 
 TARGET_LOAD = 0.75  # offered GPU-time / capacity; allocation lands lower (ramp-up, packing)
@@ -79,9 +102,20 @@ def _scripted(cluster: Cluster, org: Org, horizon: int) -> list[Submission]:
     """Jobs that exercise requeue, failure, timeout, cancels, arrays and a pending array range."""
     users = sorted(org.users, key=lambda u: -u.weight)
     base = JobSpec(
-        job_id_raw=0, name="pretrain-ckpt", user=users[0], account=users[0].account, partition="train",
-        qos="normal", submit=0, eligible=0, request=Request(1, 1, (next(iter(whole_models(cluster))),)),
-        typed=True, cpus_per_slot=8, timelimit=12 * HOUR, duration=6 * HOUR, kind="dense",
+        job_id_raw=0,
+        name="pretrain-ckpt",
+        user=users[0],
+        account=users[0].account,
+        partition="train",
+        qos="normal",
+        submit=0,
+        eligible=0,
+        request=Request(1, 1, (next(iter(whole_models(cluster))),)),
+        typed=True,
+        cpus_per_slot=8,
+        timelimit=12 * HOUR,
+        duration=6 * HOUR,
+        kind="dense",
     )
 
     def by(i: int, **changes: Any) -> JobSpec:
@@ -95,10 +129,14 @@ def _scripted(cluster: Cluster, org: Org, horizon: int) -> list[Submission]:
         (int(span * 0.05), [replace(base, node_fail_after=2 * HOUR)]),
         (int(span * 0.10), [by(1, name="ddp-train", kind="starved", fail_after=40 * 60, exit_code="1:0")]),
         (int(span * 0.15), [by(2, name="vit-finetune", kind="idle_tail", duration=8 * HOUR, timelimit=4 * HOUR)]),
-        (int(span * 0.20), [by(3, name="bash", partition="debug", kind="idle", cancel_after=3 * HOUR,
-                               canceller_uid=users[3].uid)]),
-        (int(span * 0.25), [by(4, name="nightly-eval", eligible=8 * HOUR, patience=3 * HOUR,
-                               canceller_uid=users[4].uid)]),
+        (
+            int(span * 0.20),
+            [by(3, name="bash", partition="debug", kind="idle", cancel_after=3 * HOUR, canceller_uid=users[3].uid)],
+        ),
+        (
+            int(span * 0.25),
+            [by(4, name="nightly-eval", eligible=8 * HOUR, patience=3 * HOUR, canceller_uid=users[4].uid)],
+        ),
         (int(span * 0.30), sweep),
         (max(0, horizon - 5 * HOUR), tail),
     ]
@@ -114,10 +152,17 @@ def _number(submissions: list[Submission], horizon: int) -> list[JobSpec]:
         for task, draft in enumerate(drafts):
             eligible = submit + draft.eligible if submit + draft.eligible < horizon else submit
             is_task = array_id is not None
-            specs.append(replace(
-                draft, job_id_raw=next_id, submit=submit, eligible=eligible, array_id=array_id,
-                array_task=task if is_task else None, array_limit=draft.array_limit if is_task else None,
-            ))
+            specs.append(
+                replace(
+                    draft,
+                    job_id_raw=next_id,
+                    submit=submit,
+                    eligible=eligible,
+                    array_id=array_id,
+                    array_task=task if is_task else None,
+                    array_limit=draft.array_limit if is_task else None,
+                )
+            )
             next_id += 1
     return specs
 

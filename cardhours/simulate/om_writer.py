@@ -42,24 +42,36 @@ HELP: dict[str, str] = {  # dcgm-exporter's default-counters.csv descriptions
     "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "Total energy consumption since boot (in mJ).",
 }
 # dcgm-exporter label -> raw column, in the order they are written; None values are omitted.
-LABELS: dict[str, str] = {"gpu": "gpu", "UUID": "uuid", "pci_bus_id": "pci_bus_id", "device": "device",
-                          "modelName": "model_name", "Hostname": "hostname", "GPU_I_ID": "gpu_i_id",
-                          "GPU_I_PROFILE": "gpu_i_profile", "hpc_job": "hpc_job"}
+LABELS: dict[str, str] = {
+    "gpu": "gpu",
+    "UUID": "uuid",
+    "pci_bus_id": "pci_bus_id",
+    "device": "device",
+    "modelName": "model_name",
+    "Hostname": "hostname",
+    "GPU_I_ID": "gpu_i_id",
+    "GPU_I_PROFILE": "gpu_i_profile",
+    "hpc_job": "hpc_job",
+}
 SERIES_ORDER = ["hostname", "gpu", "gpu_i_id", "hpc_job", "ts_us"]
 MERGE_ROWS = 2_000_000  # rows of one family sorted in memory at a time on close
 
 
 def escape(value: pl.Expr) -> pl.Expr:
     """OpenMetrics label-value escaping: backslash, double quote, line feed."""
-    return (value.str.replace_all("\\", "\\\\", literal=True)
-            .str.replace_all('"', '\\"', literal=True)
-            .str.replace_all("\n", "\\n", literal=True))
+    return (
+        value.str.replace_all("\\", "\\\\", literal=True)
+        .str.replace_all('"', '\\"', literal=True)
+        .str.replace_all("\n", "\\n", literal=True)
+    )
 
 
 def label_set(labels: dict[str, str] | None = None) -> pl.Expr:
     """`{gpu="0",UUID="...",...}` per row; labels whose value is null are left out."""
-    pairs = [pl.concat_str(pl.lit(f'{name}="'), escape(pl.col(column).cast(pl.String)), pl.lit('"'))
-             for name, column in (labels or LABELS).items()]
+    pairs = [
+        pl.concat_str(pl.lit(f'{name}="'), escape(pl.col(column).cast(pl.String)), pl.lit('"'))
+        for name, column in (labels or LABELS).items()
+    ]
     return pl.concat_str(pl.lit("{"), pl.concat_str(pairs, separator=",", ignore_nulls=True), pl.lit("}"))
 
 
@@ -90,17 +102,23 @@ class OpenMetricsWriter:
         missing = set(RAW_SAMPLE_SCHEMA) - set(frame.columns)
         if missing:
             raise ValueError(f"frame lacks columns {sorted(missing)}")
-        rows = frame.select(*self.order[:-1], pl.col("ts").dt.epoch("us").alias("ts_us"),
-                            label_set(self.labels).alias("labels"), *DCGM_FIELDS.values())
+        rows = frame.select(
+            *self.order[:-1],
+            pl.col("ts").dt.epoch("us").alias("ts_us"),
+            label_set(self.labels).alias("labels"),
+            *DCGM_FIELDS.values(),
+        )
         rows = rows.with_columns(suffix=pl.concat_str(pl.lit(" "), timestamp_seconds(pl.col("ts_us"))))
         for metric, column in DCGM_FIELDS.items():
-            line = pl.concat_str(pl.lit(metric), pl.col("labels"), pl.lit(" "),
-                                 pl.col(column).cast(pl.String), pl.col("suffix"))
+            line = pl.concat_str(
+                pl.lit(metric), pl.col("labels"), pl.lit(" "), pl.col(column).cast(pl.String), pl.col("suffix")
+            )
             family = rows.filter(pl.col(column).is_not_null()).select(*self.order, line.alias("line"))
             target = self._spill / metric
             target.mkdir(exist_ok=True)
-            family.sort(self.order, nulls_last=True).write_parquet(target / f"{self._parts:05d}.parquet",
-                                                                    row_group_size=64_000, statistics=True)
+            family.sort(self.order, nulls_last=True).write_parquet(
+                target / f"{self._parts:05d}.parquet", row_group_size=64_000, statistics=True
+            )
         self._parts += 1
 
     def close(self) -> Path:
@@ -130,8 +148,9 @@ class OpenMetricsWriter:
         batches = hosts.group_by((pl.col("len").cum_sum() - 1) // MERGE_ROWS, maintain_order=True).agg("hostname")
         for names in batches["hostname"]:  # consecutive hosts, about MERGE_ROWS rows a batch
             hosts_in_batch = pl.col("hostname").is_between(pl.lit(names[0]), pl.lit(names[-1]))
-            lines = (pl.scan_parquet(parts).filter(hosts_in_batch)
-                     .sort(self.order, nulls_last=True).select("line").collect())
+            lines = (
+                pl.scan_parquet(parts).filter(hosts_in_batch).sort(self.order, nulls_last=True).select("line").collect()
+            )
             lines.write_csv(out, include_header=False, quote_style="never")
 
     def _discard(self) -> None:
@@ -141,8 +160,9 @@ class OpenMetricsWriter:
     def __enter__(self) -> OpenMetricsWriter:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         if kind is None:
             self.close()
         else:

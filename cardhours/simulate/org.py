@@ -18,10 +18,46 @@ DIVISIONS = {"research": "Research", "product": "Product"}
 ACCOUNT_SUFFIXES = ("train", "infer", "dev")
 UNMAPPED_ACCOUNT = "legacy-ml"
 SURNAMES = (
-    "kumar", "chen", "garcia", "smith", "nguyen", "mueller", "rossi", "tanaka", "silva", "okafor",
-    "novak", "ivanova", "kim", "haddad", "olsen", "dubois", "moreau", "fischer", "lopez", "khan",
-    "patel", "singh", "wang", "li", "zhang", "jensen", "costa", "santos", "ali", "yilmaz",
-    "kowalski", "horvat", "bauer", "meyer", "ito", "sato", "park", "cohen", "levi", "brown",
+    "kumar",
+    "chen",
+    "garcia",
+    "smith",
+    "nguyen",
+    "mueller",
+    "rossi",
+    "tanaka",
+    "silva",
+    "okafor",
+    "novak",
+    "ivanova",
+    "kim",
+    "haddad",
+    "olsen",
+    "dubois",
+    "moreau",
+    "fischer",
+    "lopez",
+    "khan",
+    "patel",
+    "singh",
+    "wang",
+    "li",
+    "zhang",
+    "jensen",
+    "costa",
+    "santos",
+    "ali",
+    "yilmaz",
+    "kowalski",
+    "horvat",
+    "bauer",
+    "meyer",
+    "ito",
+    "sato",
+    "park",
+    "cohen",
+    "levi",
+    "brown",
 )
 
 
@@ -70,8 +106,10 @@ def build_org(seed: int) -> Org:
     accounts.append(Account(UNMAPPED_ACCOUNT, depts[int(rng.integers(len(depts)))][0], False))
     n_users = int(rng.integers(36, 45))
     letters = "abcdefghijklmnoprstvwyz"
-    names = [f"{letters[p // len(SURNAMES)]}{SURNAMES[p % len(SURNAMES)]}"
-             for p in rng.choice(len(letters) * len(SURNAMES), n_users, replace=False)]
+    names = [
+        f"{letters[p // len(SURNAMES)]}{SURNAMES[p % len(SURNAMES)]}"
+        for p in rng.choice(len(letters) * len(SURNAMES), n_users, replace=False)
+    ]
     homes = [UNMAPPED_ACCOUNT] * 2 + [accounts[i].name for i in rng.integers(0, len(accounts) - 1, n_users - 2)]
     users = tuple(
         User(names[i], 20001 + i, homes[i], float(rng.lognormal(0.0, 0.8)), bool(rng.random() < 0.15))

@@ -47,9 +47,14 @@ class SimulationResult:
     def paths(self) -> dict[str, Path]:
         """The files and directories written, by name (absent formats left out)."""
         named = {
-            "sacct": self.sacct_path, "truth": self.truth_path, "inventory": self.inventory_path,
-            "config": self.config_path, "metrics": self.metrics_dir, "openmetrics": self.om_path,
-            "kube_state": self.kube_state_path, "truth_pods": self.truth_pods_path,
+            "sacct": self.sacct_path,
+            "truth": self.truth_path,
+            "inventory": self.inventory_path,
+            "config": self.config_path,
+            "metrics": self.metrics_dir,
+            "openmetrics": self.om_path,
+            "kube_state": self.kube_state_path,
+            "truth_pods": self.truth_pods_path,
         }
         return {name: path for name, path in named.items() if path is not None}
 
@@ -124,15 +129,30 @@ def simulate(
     truth_rows = truth_frame(runs, org, inventory, cluster, truth.totals())
     truth_rows.write_parquet(truth_path)
     kube_hook.inventory(pool, inventory).write_parquet(inventory_path)
-    write_config(config_path, kube_hook.layout(pool, layout), org, metrics_path="metrics" if parquet else "metrics.om",
-                 step_seconds=step_seconds)
+    write_config(
+        config_path,
+        kube_hook.layout(pool, layout),
+        org,
+        metrics_path="metrics" if parquet else "metrics.om",
+        step_seconds=step_seconds,
+    )
     kube_paths = kube_hook.finish(pool, out_dir, config_path)
     report("write", 1, 1)
     return SimulationResult(
-        out_dir=out_dir, sacct_path=sacct_path, truth_path=truth_path, inventory_path=inventory_path,
-        config_path=config_path, metrics_dir=out_dir / "metrics" if parquet else None,
-        om_path=out_dir / "metrics.om" if om is not None else None, window_start=window_start,
-        window_end=window_start + timedelta(days=days), n_nodes=len(layout.nodes),
-        n_instances=inventory.height, n_jobs=len(jobs), n_runs=truth_rows.height,
-        n_sacct_rows=n_sacct, n_samples=n_samples, **kube_paths,
+        out_dir=out_dir,
+        sacct_path=sacct_path,
+        truth_path=truth_path,
+        inventory_path=inventory_path,
+        config_path=config_path,
+        metrics_dir=out_dir / "metrics" if parquet else None,
+        om_path=out_dir / "metrics.om" if om is not None else None,
+        window_start=window_start,
+        window_end=window_start + timedelta(days=days),
+        n_nodes=len(layout.nodes),
+        n_instances=inventory.height,
+        n_jobs=len(jobs),
+        n_runs=truth_rows.height,
+        n_sacct_rows=n_sacct,
+        n_samples=n_samples,
+        **kube_paths,
     )

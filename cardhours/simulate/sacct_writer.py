@@ -73,13 +73,25 @@ def _allocation_row(run: Run, models: dict[str, str], cluster: str) -> dict[str,
     alloc = _tres(job.cpus_per_slot * len(run.instances), len(run.instances), gpu_type, n_nodes) if started else ""
     req_type = gpu_type if job.typed else None
     return {
-        "JobID": run.job_id, "JobIDRaw": run.job_id_raw, "JobName": job.name, "User": job.user.name,
-        "Account": job.account, "Partition": job.partition, "QOS": job.qos, "State": _state(run),
-        "ExitCode": run.exit_code, "Submit": slurm_time(run.submit), "Eligible": slurm_time(run.eligible),
-        "Start": slurm_time(run.start), "End": slurm_time(run.end),
-        "ElapsedRaw": str(_elapsed(run.start, run.alloc_end)), "Timelimit": slurm_duration(job.timelimit),
-        "NNodes": str(n_nodes), "NodeList": hostlist.compress(run.hosts) if started else "None assigned",
-        "AllocTRES": alloc, "ReqTRES": _tres(job.cpus_per_slot * job.slots, job.slots, req_type, job.request.nodes),
+        "JobID": run.job_id,
+        "JobIDRaw": run.job_id_raw,
+        "JobName": job.name,
+        "User": job.user.name,
+        "Account": job.account,
+        "Partition": job.partition,
+        "QOS": job.qos,
+        "State": _state(run),
+        "ExitCode": run.exit_code,
+        "Submit": slurm_time(run.submit),
+        "Eligible": slurm_time(run.eligible),
+        "Start": slurm_time(run.start),
+        "End": slurm_time(run.end),
+        "ElapsedRaw": str(_elapsed(run.start, run.alloc_end)),
+        "Timelimit": slurm_duration(job.timelimit),
+        "NNodes": str(n_nodes),
+        "NodeList": hostlist.compress(run.hosts) if started else "None assigned",
+        "AllocTRES": alloc,
+        "ReqTRES": _tres(job.cpus_per_slot * job.slots, job.slots, req_type, job.request.nodes),
         "Cluster": cluster,
     }
 
@@ -92,30 +104,75 @@ def _step_rows(run: Run, alloc: dict[str, str]) -> list[dict[str, str]]:
     batch, extern, srun = STEP_STATES[run.state]
     code = "0:15" if run.state in ("TIMEOUT", "CANCELLED") else run.exit_code
 
-    def step(suffix: str, name: str, state: str, exit_code: str, tres: str, nodes: list[str],
-             start: datetime, end: datetime | None) -> dict[str, str]:
+    def step(
+        suffix: str,
+        name: str,
+        state: str,
+        exit_code: str,
+        tres: str,
+        nodes: list[str],
+        start: datetime,
+        end: datetime | None,
+    ) -> dict[str, str]:
         return alloc | {
-            "JobID": f"{run.job_id}.{suffix}", "JobIDRaw": f"{run.job_id_raw}.{suffix}", "JobName": name,
-            "User": "", "Partition": "", "QOS": "", "State": state, "ExitCode": exit_code,
-            "Submit": slurm_time(start), "Eligible": slurm_time(start), "Start": slurm_time(start),
-            "End": slurm_time(end), "ElapsedRaw": str(_elapsed(start, end or run.as_of)), "Timelimit": "",
-            "NNodes": str(len(nodes)), "NodeList": hostlist.compress(nodes), "AllocTRES": tres, "ReqTRES": "",
+            "JobID": f"{run.job_id}.{suffix}",
+            "JobIDRaw": f"{run.job_id_raw}.{suffix}",
+            "JobName": name,
+            "User": "",
+            "Partition": "",
+            "QOS": "",
+            "State": state,
+            "ExitCode": exit_code,
+            "Submit": slurm_time(start),
+            "Eligible": slurm_time(start),
+            "Start": slurm_time(start),
+            "End": slurm_time(end),
+            "ElapsedRaw": str(_elapsed(start, end or run.as_of)),
+            "Timelimit": "",
+            "NNodes": str(len(nodes)),
+            "NodeList": hostlist.compress(nodes),
+            "AllocTRES": tres,
+            "ReqTRES": "",
         }
 
     total = cpus * len(run.instances)
     rows = [
-        step("batch", "batch", batch, code if batch != "COMPLETED" else "0:0",
-             f"cpu={cpus * first_slots},gres/gpu={first_slots},mem={_mem(cpus * first_slots)},node=1",
-             hosts[:1], run.start, run.end),
-        step("extern", "extern", extern, "0:0", f"cpu={total},mem={_mem(total)},node={len(hosts)}",
-             hosts, run.start, run.end),
+        step(
+            "batch",
+            "batch",
+            batch,
+            code if batch != "COMPLETED" else "0:0",
+            f"cpu={cpus * first_slots},gres/gpu={first_slots},mem={_mem(cpus * first_slots)},node=1",
+            hosts[:1],
+            run.start,
+            run.end,
+        ),
+        step(
+            "extern",
+            "extern",
+            extern,
+            "0:0",
+            f"cpu={total},mem={_mem(total)},node={len(hosts)}",
+            hosts,
+            run.start,
+            run.end,
+        ),
     ]
     window = (run.alloc_end or run.as_of) - run.start
     if run.job.srun_step and window > timedelta(seconds=60):
         srun_end = None if run.end is None else run.end - timedelta(seconds=10)
-        rows.append(step("0", "python", srun, code if srun != "COMPLETED" else "0:0",
-                         f"cpu={total},mem={_mem(total)},node={len(hosts)}",
-                         hosts, run.start + timedelta(seconds=15), srun_end))
+        rows.append(
+            step(
+                "0",
+                "python",
+                srun,
+                code if srun != "COMPLETED" else "0:0",
+                f"cpu={total},mem={_mem(total)},node={len(hosts)}",
+                hosts,
+                run.start + timedelta(seconds=15),
+                srun_end,
+            )
+        )
     return rows
 
 

@@ -31,9 +31,27 @@ from cardhours.simulate.fleet import DAY_US, US, Fleet, Runs, assign_runs, make_
 from cardhours.simulate.gauges import RATIO_FIELDS, sample_values
 
 __all__ = [  # re-exported: callers import the sample generator's parts from here
-    "CHUNK_INSTANCES", "COUNTER_EPOCH", "COUNTER_EPOCH_US", "DAY_US", "DEVICE_ONLY", "RATIO_FIELDS",
-    "REBOOT_PERIOD_US", "US", "Fleet", "Runs", "assign_runs", "chunks", "day_start_us", "energy_counter_mj",
-    "expected_energy_mj", "generate_day", "make_fleet", "make_runs", "reboots", "sample_values", "steps_from",
+    "CHUNK_INSTANCES",
+    "COUNTER_EPOCH",
+    "COUNTER_EPOCH_US",
+    "DAY_US",
+    "DEVICE_ONLY",
+    "RATIO_FIELDS",
+    "REBOOT_PERIOD_US",
+    "US",
+    "Fleet",
+    "Runs",
+    "assign_runs",
+    "chunks",
+    "day_start_us",
+    "energy_counter_mj",
+    "expected_energy_mj",
+    "generate_day",
+    "make_fleet",
+    "make_runs",
+    "reboots",
+    "sample_values",
+    "steps_from",
 ]
 
 DEVICE_ONLY = ("gpu_util",)  # null on MIG rows; power and energy repeat the GPU's on each instance
@@ -72,8 +90,9 @@ def generate_day(
         part_fleet, part_runs = fleet.slice(lo, hi), runs.on_instances(lo, hi)
         run_grid = assign_runs(part_runs, hi - lo, ds, step, 86_400 // step_seconds)
         values = sample_values(part_fleet, part_runs, run_grid, ds, step, rng)
-        values["energy_mj"] = energy_counter_mj(part_fleet, part_runs, values["power_w"], ds, step,
-                                                (boot_times[mine], boot_insts[mine] - lo), seed)
+        values["energy_mj"] = energy_counter_mj(
+            part_fleet, part_runs, values["power_w"], ds, step, (boot_times[mine], boot_insts[mine] - lo), seed
+        )
         parts.append(_assemble(part_fleet, part_runs, run_grid, values, day, ds, step, cluster))
     return pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=RAW_SAMPLE_SCHEMA)
 
@@ -88,8 +107,16 @@ def chunks(fleet: Fleet, size: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds)) if fleet.frame.height else []
 
 
-def _assemble(fleet: Fleet, runs: Runs, run_grid: np.ndarray, values: dict[str, np.ndarray],
-              day: date, ds: int, step: int, cluster: str) -> pl.DataFrame:
+def _assemble(
+    fleet: Fleet,
+    runs: Runs,
+    run_grid: np.ndarray,
+    values: dict[str, np.ndarray],
+    day: date,
+    ds: int,
+    step: int,
+    cluster: str,
+) -> pl.DataFrame:
     n_inst, n_steps = run_grid.shape
     labels = fleet.frame.select([pl.col(c).cast(t) for c, t in SAMPLE_LABEL_SCHEMA.items() if c != "hpc_job"])
     frame = labels.gather(pl.Series(np.repeat(np.arange(n_inst, dtype=np.uint32), n_steps)))
@@ -98,6 +125,13 @@ def _assemble(fleet: Fleet, runs: Runs, run_grid: np.ndarray, values: dict[str, 
     mig = not fleet.whole.all()
     gauges = [pl.Series(name, v.ravel(), nan_to_null=mig and name in DEVICE_ONLY) for name, v in values.items()]
     workload = [pl.lit(None, pl.String).alias(c) for c in ("pod", "namespace", "container")]
-    frame = frame.with_columns(pl.lit(cluster, pl.String).alias("cluster"), pl.lit(day, pl.Date).alias("day"),
-                               ts, jobs, *gauges, *workload, pl.lit("{}", pl.String).alias("extra_labels"))
+    frame = frame.with_columns(
+        pl.lit(cluster, pl.String).alias("cluster"),
+        pl.lit(day, pl.Date).alias("day"),
+        ts,
+        jobs,
+        *gauges,
+        *workload,
+        pl.lit("{}", pl.String).alias("extra_labels"),
+    )
     return frame.select(list(RAW_SAMPLE_SCHEMA))

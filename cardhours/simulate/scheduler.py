@@ -150,10 +150,17 @@ class _Sim:
 
         def make(item: Item, active: Active | None, state: str, end: int | None, by: int | None = None) -> Run:
             return Run(
-                job=item.job, run_index=item.run_index, submit=at(item.submit), eligible=at(item.eligible),
-                start=at(active.start) if active else None, end=None if end is None else at(end),
-                state=state, exit_code=active.exit_code if active else "0:0",
-                instances=self._instances(active.slots) if active else (), as_of=as_of, cancelled_by=by,
+                job=item.job,
+                run_index=item.run_index,
+                submit=at(item.submit),
+                eligible=at(item.eligible),
+                start=at(active.start) if active else None,
+                end=None if end is None else at(end),
+                state=state,
+                exit_code=active.exit_code if active else "0:0",
+                instances=self._instances(active.slots) if active else (),
+                as_of=as_of,
+                cancelled_by=by,
             )
 
         out: list[Run] = []

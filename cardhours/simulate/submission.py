@@ -80,9 +80,12 @@ def _task(rng: np.random.Generator, partition: str, user: User, mig: bool, nodes
         fate["patience"] = int(rng.uniform(600, 12 * HOUR))
         fate.setdefault("canceller_uid", user.uid)
     return {
-        "kind": kind, "duration": duration, "timelimit": timelimit,
+        "kind": kind,
+        "duration": duration,
+        "timelimit": timelimit,
         "eligible": int(rng.uniform(1, 10) * HOUR) if rng.random() < 0.03 else 0,
-        "srun_step": nodes > 1 and bool(rng.random() < 0.7), **fate,
+        "srun_step": nodes > 1 and bool(rng.random() < 0.7),
+        **fate,
     }
 
 
@@ -104,7 +107,7 @@ def _user_p(org: Org) -> np.ndarray:
 def draw_submission(rng: np.random.Generator, cluster: Cluster, org: Org, mig: bool) -> list[JobSpec]:
     """Draft(s) of one submission: a job, or the tasks of an array."""
     user, account = _user_and_account(rng, org)
-    shares = {"infer": .7, "debug": .3} if mig else {"train": .6, "infer": .25, "debug": .15}
+    shares = {"infer": 0.7, "debug": 0.3} if mig else {"train": 0.6, "infer": 0.25, "debug": 0.15}
     partition = _choice(rng, shares)
     request, typed = _request(rng, cluster, partition, mig)
     part = PARTITIONS[partition]
@@ -117,9 +120,17 @@ def draw_submission(rng: np.random.Generator, cluster: Cluster, org: Org, mig: b
     else:
         cpus = int(rng.choice((8, 16) if partition == "train" else (4, 8)))
     common: dict[str, Any] = {
-        "job_id_raw": 0, "name": name, "user": user, "account": account, "partition": partition,
-        "qos": "high" if rng.random() < part.qos_high else "normal", "submit": 0, "request": request,
-        "typed": typed, "cpus_per_slot": cpus, "array_limit": limit,
+        "job_id_raw": 0,
+        "name": name,
+        "user": user,
+        "account": account,
+        "partition": partition,
+        "qos": "high" if rng.random() < part.qos_high else "normal",
+        "submit": 0,
+        "request": request,
+        "typed": typed,
+        "cpus_per_slot": cpus,
+        "array_limit": limit,
     }
     return [JobSpec(**common, **_task(rng, partition, user, mig, request.nodes)) for _ in range(n_tasks)]
 

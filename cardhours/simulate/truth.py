@@ -69,8 +69,17 @@ def run_seed(seed: int, job_id_raw: str, run_index: int) -> int:
 def allocations_frame(runs: list[Run], seed: int) -> pl.DataFrame:
     """One row per (started run, GPU or MIG instance); end clipped to the window end."""
     rows = [
-        (run.job_id_raw, run.run_index, host, gpu, gi_id, run.start, run.alloc_end, run.job.kind,
-         run_seed(seed, run.job_id_raw, run.run_index))
+        (
+            run.job_id_raw,
+            run.run_index,
+            host,
+            gpu,
+            gi_id,
+            run.start,
+            run.alloc_end,
+            run.job.kind,
+            run_seed(seed, run.job_id_raw, run.run_index),
+        )
         for run in runs
         if run.start is not None
         for host, gpu, gi_id in run.instances
@@ -104,7 +113,8 @@ class TruthAccumulator:
             .join(self._windows.lazy(), left_on="hpc_job", right_on="job_id_raw")
             .filter((pl.col("ts") >= pl.col("start_time")) & (pl.col("ts") < pl.col("end_time")))
             .select(
-                pl.col("hpc_job").alias("job_id_raw"), "run_index",
+                pl.col("hpc_job").alias("job_id_raw"),
+                "run_index",
                 pl.lit(1, pl.Int64).alias("n_samples"),
                 (pl.col("sm_active").fill_null(0.0) * SM_UNITS).round().cast(pl.Int64).alias("sm_units"),
                 pl.col("sm_active").is_not_null().cast(pl.Int64).alias("sm_count"),
@@ -142,19 +152,34 @@ def _truth_row(run: Run, org: Org, models: dict[str, str], cluster: str) -> dict
         gpu_model = job.request.models[0] if job.typed or profile else None
     seconds = (run.alloc_end - run.start).total_seconds() if run.start and run.alloc_end else 0.0
     return {
-        "cluster": cluster, "job_id": run.job_id, "job_id_raw": run.job_id_raw, "run_index": run.run_index,
-        "job_name": job.name, "user_name": job.user.name, "account": job.account, "department": department,
-        "division": division, "partition_name": job.partition, "qos": job.qos, "state": run.state,
-        "submit_time": run.submit, "eligible_time": run.eligible, "start_time": run.start, "end_time": run.end,
-        "gpus": job.slots * fraction, "gpu_slots": len(run.instances), "hosts": run.hosts,
-        "gpu_instances": [_instance(*i) for i in run.instances], "gpu_model": gpu_model, "mig_profile": profile,
-        "kind": job.kind, "gpu_seconds": seconds * len(run.instances) * fraction,
+        "cluster": cluster,
+        "job_id": run.job_id,
+        "job_id_raw": run.job_id_raw,
+        "run_index": run.run_index,
+        "job_name": job.name,
+        "user_name": job.user.name,
+        "account": job.account,
+        "department": department,
+        "division": division,
+        "partition_name": job.partition,
+        "qos": job.qos,
+        "state": run.state,
+        "submit_time": run.submit,
+        "eligible_time": run.eligible,
+        "start_time": run.start,
+        "end_time": run.end,
+        "gpus": job.slots * fraction,
+        "gpu_slots": len(run.instances),
+        "hosts": run.hosts,
+        "gpu_instances": [_instance(*i) for i in run.instances],
+        "gpu_model": gpu_model,
+        "mig_profile": profile,
+        "kind": job.kind,
+        "gpu_seconds": seconds * len(run.instances) * fraction,
     }
 
 
-def truth_frame(
-    runs: list[Run], org: Org, inventory: pl.DataFrame, cluster: str, stats: pl.DataFrame
-) -> pl.DataFrame:
+def truth_frame(runs: list[Run], org: Org, inventory: pl.DataFrame, cluster: str, stats: pl.DataFrame) -> pl.DataFrame:
     """``truth.parquet``: one row per job run, with sample statistics from ``stats``
     (``TruthAccumulator.totals()``)."""
     models = dict(inventory.select("hostname", "gpu_model").unique().iter_rows())
@@ -162,7 +187,11 @@ def truth_frame(
     sampled = ("true_mean_sm_active", "n_samples")
     base = pl.DataFrame(rows, schema={k: v for k, v in TRUTH_SCHEMA.items() if k not in sampled})
     joined = base.join(stats, on=["job_id_raw", "run_index"], how="left", validate="1:1", maintain_order="left")
-    return joined.with_columns(
-        pl.when(pl.col("sm_count") > 0).then(pl.col("sm_sum") / pl.col("sm_count")).alias("true_mean_sm_active"),
-        pl.col("n_samples").fill_null(0),
-    ).select(list(TRUTH_SCHEMA)).cast(TRUTH_SCHEMA)  # type: ignore[arg-type]
+    return (
+        joined.with_columns(
+            pl.when(pl.col("sm_count") > 0).then(pl.col("sm_sum") / pl.col("sm_count")).alias("true_mean_sm_active"),
+            pl.col("n_samples").fill_null(0),
+        )
+        .select(list(TRUTH_SCHEMA))
+        .cast(TRUTH_SCHEMA)
+    )  # type: ignore[arg-type]

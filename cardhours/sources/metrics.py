@@ -80,9 +80,7 @@ class FileMetricsSource:
             return self.path / "metrics"
         if self.path.is_dir():
             return self.path
-        raise MetricsSourceError(
-            f"metrics path {self.path} is not a directory of day=YYYY-MM-DD Parquet partitions"
-        )
+        raise MetricsSourceError(f"metrics path {self.path} is not a directory of day=YYYY-MM-DD Parquet partitions")
 
     def _files(self, start: datetime, end: datetime) -> list[Path]:
         root = self._root()

@@ -22,8 +22,15 @@ from cardhours.sources.sacct_json import JsonError, json_rows, repair_text
 from cardhours.sources.sacct_lines import FIXED_LAYOUT, HeaderError, LineError, decode_line, header_layout, split_line
 
 __all__ = [
-    "SacctError", "parse_sacct_json", "parse_sacct_output", "parse_sacct_text", "read_sacct_file", "run_sacct",
-    "sacct_arguments", "sacct_json_arguments", "window_source",
+    "SacctError",
+    "parse_sacct_json",
+    "parse_sacct_output",
+    "parse_sacct_text",
+    "read_sacct_file",
+    "run_sacct",
+    "sacct_arguments",
+    "sacct_json_arguments",
+    "window_source",
 ]
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
@@ -52,17 +59,29 @@ def sacct_arguments(start: datetime, end: datetime, slurm_cluster: str) -> list[
 
 def sacct_json_arguments(start: datetime, end: datetime, slurm_cluster: str) -> list[str]:
     """The sacct arguments of ``--json`` mode (Slurm 21.08+): the same window and jobs."""
-    return ["--json", "--allusers", "--duplicates", "-S", start.strftime(_TIME_FORMAT), "-E",
-            end.strftime(_TIME_FORMAT), "-M", slurm_cluster]
+    return [
+        "--json",
+        "--allusers",
+        "--duplicates",
+        "-S",
+        start.strftime(_TIME_FORMAT),
+        "-E",
+        end.strftime(_TIME_FORMAT),
+        "-M",
+        slurm_cluster,
+    ]
 
 
-def run_sacct(command: str, start: datetime, end: datetime, slurm_cluster: str, timeout: float = 600,
-              *, json_output: bool = False) -> bytes:
+def run_sacct(
+    command: str, start: datetime, end: datetime, slurm_cluster: str, timeout: float = 600, *, json_output: bool = False
+) -> bytes:
     """Run sacct with ``TZ=UTC`` and return its stdout as bytes (no header line).
 
     Bytes, because job names are whatever users typed: decoding is the parser's job, line by
     line, so one name that is not UTF-8 never costs the day."""
-    arguments = sacct_json_arguments(start, end, slurm_cluster) if json_output else sacct_arguments(start, end, slurm_cluster)
+    arguments = (
+        sacct_json_arguments(start, end, slurm_cluster) if json_output else sacct_arguments(start, end, slurm_cluster)
+    )
     argv = shlex.split(command) + arguments
     env = {**os.environ, "TZ": "UTC"}
     try:
@@ -102,9 +121,7 @@ def parse_sacct_text(
         try:
             layout = header_layout(decode_line(lines[0].rstrip(b"\r"))[0].split("|"))
         except HeaderError as exc:
-            raise SacctError(
-                f"{source}:1: {exc}; save sacct output with --parsable2 --format={SACCT_FORMAT}"
-            ) from exc
+            raise SacctError(f"{source}:1: {exc}; save sacct output with --parsable2 --format={SACCT_FORMAT}") from exc
         lines, first_line = lines[1:], 2
     rows: list[dict[str, object]] = []
     rejects: list[dict[str, object]] = []
@@ -134,22 +151,27 @@ def parse_sacct_json(data: bytes, *, source: str, cluster: str, day: date) -> tu
     rejects: list[dict[str, object]] = []
     for position, fields, problem in entries:
         if fields is None:
-            rejects.append(_reject(cluster, source, day, position, problem or "unreadable", f"jobs[{position - 1}]", None))
+            rejects.append(
+                _reject(cluster, source, day, position, problem or "unreadable", f"jobs[{position - 1}]", None)
+            )
             continue
         fields, note, evidence = repair_text(fields)
         rows.append({**fields, "line_no": position, "read_note": note, "raw_line": evidence})
     return raw_frame(rows, source, cluster, day), pl.DataFrame(rejects, schema=QUARANTINE_SCHEMA)
 
 
-def parse_sacct_output(data: bytes, *, source: str, cluster: str, day: date, has_header: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+def parse_sacct_output(
+    data: bytes, *, source: str, cluster: str, day: date, has_header: bool
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Either format, told apart by the first byte: ``{`` is ``--json``, anything else ``--parsable2``."""
     if data.lstrip()[:1] == b"{":
         return parse_sacct_json(data, source=source, cluster=cluster, day=day)
     return parse_sacct_text(data, source=source, cluster=cluster, day=day, has_header=has_header)
 
 
-def _reject(cluster: str, source: str, day: date, line_no: int, reason: str, line: str,
-            evidence: bytes | None) -> dict[str, object]:
+def _reject(
+    cluster: str, source: str, day: date, line_no: int, reason: str, line: str, evidence: bytes | None
+) -> dict[str, object]:
     payload: dict[str, str] = {"line": line}
     if evidence is not None:
         payload["raw_base64"] = base64.b64encode(evidence).decode("ascii")
@@ -196,7 +218,9 @@ def overlapping_rows(raw: pl.DataFrame, start: datetime, end: datetime) -> pl.Da
     return raw.filter(unparsable | inside)
 
 
-def read_sacct_file(path: str | Path, *, cluster: str, day: date, start: datetime, end: datetime) -> tuple[pl.DataFrame, pl.DataFrame]:
+def read_sacct_file(
+    path: str | Path, *, cluster: str, day: date, start: datetime, end: datetime
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """File mode: the rows of a saved ``sacct --parsable2`` output (with header) or ``sacct --json``
     output, for a window."""
     path = Path(path)

@@ -92,15 +92,26 @@ def _job_id(job: dict) -> str:
 def _job_fields(job: dict) -> dict[str, str]:
     times = job.get("time") or {}
     return {
-        "JobID": _job_id(job), "JobIDRaw": str(job["job_id"]), "JobName": job.get("name") or "",
-        "User": job.get("user") or "", "Account": job.get("account") or "", "Partition": job.get("partition") or "",
-        "QOS": job.get("qos") or "", "State": _state(job), "ExitCode": _exit_code(job.get("exit_code")),
-        "Submit": _time(times.get("submission")), "Eligible": _time(times.get("eligible")),
-        "Start": _time(times.get("start")), "End": _time(times.get("end")),
-        "ElapsedRaw": str(_number(times.get("elapsed")) or 0), "Timelimit": _limit(times.get("limit")),
-        "NNodes": str(_number(job.get("allocation_nodes")) or 0), "NodeList": job.get("nodes") or "",
+        "JobID": _job_id(job),
+        "JobIDRaw": str(job["job_id"]),
+        "JobName": job.get("name") or "",
+        "User": job.get("user") or "",
+        "Account": job.get("account") or "",
+        "Partition": job.get("partition") or "",
+        "QOS": job.get("qos") or "",
+        "State": _state(job),
+        "ExitCode": _exit_code(job.get("exit_code")),
+        "Submit": _time(times.get("submission")),
+        "Eligible": _time(times.get("eligible")),
+        "Start": _time(times.get("start")),
+        "End": _time(times.get("end")),
+        "ElapsedRaw": str(_number(times.get("elapsed")) or 0),
+        "Timelimit": _limit(times.get("limit")),
+        "NNodes": str(_number(job.get("allocation_nodes")) or 0),
+        "NodeList": job.get("nodes") or "",
         "AllocTRES": _tres((job.get("tres") or {}).get("allocated")),
-        "ReqTRES": _tres((job.get("tres") or {}).get("requested")), "Cluster": job.get("cluster") or "",
+        "ReqTRES": _tres((job.get("tres") or {}).get("requested")),
+        "Cluster": job.get("cluster") or "",
     }
 
 
@@ -110,14 +121,20 @@ def _step_fields(job: dict, parent: dict[str, str], step: dict) -> dict[str, str
     state = step.get("state")
     return {
         **{name: "" for name in parent},
-        "JobID": f"{parent['JobID']}.{step_id}", "JobIDRaw": f"{job['job_id']}.{step_id}",
-        "JobName": (step.get("step") or {}).get("name") or "", "Account": parent["Account"],
+        "JobID": f"{parent['JobID']}.{step_id}",
+        "JobIDRaw": f"{job['job_id']}.{step_id}",
+        "JobName": (step.get("step") or {}).get("name") or "",
+        "Account": parent["Account"],
         "State": " ".join(state) if isinstance(state, list) else str(state or ""),
         "ExitCode": _exit_code(step.get("exit_code")),
-        "Submit": _time(times.get("start")), "Eligible": _time(times.get("start")),
-        "Start": _time(times.get("start")), "End": _time(times.get("end")),
-        "ElapsedRaw": str(_number(times.get("elapsed")) or 0), "NNodes": str(_number(nodes.get("count")) or 0),
-        "NodeList": nodes.get("range") or "", "AllocTRES": _tres((step.get("tres") or {}).get("allocated")),
+        "Submit": _time(times.get("start")),
+        "Eligible": _time(times.get("start")),
+        "Start": _time(times.get("start")),
+        "End": _time(times.get("end")),
+        "ElapsedRaw": str(_number(times.get("elapsed")) or 0),
+        "NNodes": str(_number(nodes.get("count")) or 0),
+        "NodeList": nodes.get("range") or "",
+        "AllocTRES": _tres((step.get("tres") or {}).get("allocated")),
         "Cluster": parent["Cluster"],
     }
 

@@ -26,9 +26,14 @@ class GateConfig(RunConfig):
     accept_gaps: str = ""  # a reason: build over failed or missing days anyway (stored with the build)
 
 
-@asset(key=GATE_KEY, partitions_def=monthly_partitions, group_name="meta", kinds={"duckdb"},
-       description="Every day of the month landed for every cluster (meta.landings), or the run accepts "
-                   "the gaps with a reason; records the build's start in meta.monthly_builds.")
+@asset(
+    key=GATE_KEY,
+    partitions_def=monthly_partitions,
+    group_name="meta",
+    kinds={"duckdb"},
+    description="Every day of the month landed for every cluster (meta.landings), or the run accepts "
+    "the gaps with a reason; records the build's start in meta.monthly_builds.",
+)
 def month_landed(context: AssetExecutionContext, config: GateConfig, cardhours: CardhoursResource) -> MaterializeResult:
     start, end = naive_window(context.partition_time_window)
     month, reason = start.date(), config.accept_gaps.strip()
@@ -37,17 +42,24 @@ def month_landed(context: AssetExecutionContext, config: GateConfig, cardhours: 
         gaps = landing_gaps(landings, expected_sources(cardhours.config), start.date(), end.date())
         if gaps and not reason:
             raise Failure(
-                description=(f"{month:%Y-%m} is not built: not every day landed.\n" + "\n".join(gaps) + "\n"
-                             f"Land those days (the daily_ingest job for each, or cardhours run --month {month:%Y-%m}), "
-                             "or build over them with a reason (cardhours run --accept-gaps \"...\", "
-                             "or run config accept_gaps)."),
+                description=(
+                    f"{month:%Y-%m} is not built: not every day landed.\n" + "\n".join(gaps) + "\n"
+                    f"Land those days (the daily_ingest job for each, or cardhours run --month {month:%Y-%m}), "
+                    'or build over them with a reason (cardhours run --accept-gaps "...", '
+                    "or run config accept_gaps)."
+                ),
                 metadata={"gaps": MetadataValue.json(gaps)},
             )
         landed_through = landings.get_column("landed_at").max() if landings.height else None
         start_build(conn, month, utc_now(), landed_through, reason or None)
     if gaps:
         context.log.warning(f"building {month:%Y-%m} over gaps ({reason}): " + "; ".join(gaps))
-    return MaterializeResult(metadata={
-        "month": str(month), "landings": landings.height, "landed_through": str(landed_through),
-        "gaps": MetadataValue.json(gaps), "accepted_gaps": reason,
-    })
+    return MaterializeResult(
+        metadata={
+            "month": str(month),
+            "landings": landings.height,
+            "landed_through": str(landed_through),
+            "gaps": MetadataValue.json(gaps),
+            "accepted_gaps": reason,
+        }
+    )

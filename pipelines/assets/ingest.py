@@ -43,15 +43,16 @@ def fields_present(samples: pl.DataFrame) -> list[str]:
 def _share_landing(outcome: ClusterQuarantine, day: date, source: str, rows: int) -> Statement:
     """The day's landing: 'rejected' when its quarantine share is over the cluster's limit."""
     counts = outcome.counts
-    detail = (f"{outcome.share:.4%} of {outcome.unit} quarantined, over {outcome.limit_key} "
-              f"{outcome.max_share:.4%}")
+    detail = f"{outcome.share:.4%} of {outcome.unit} quarantined, over {outcome.limit_key} {outcome.max_share:.4%}"
     status, detail = (REJECTED, detail) if outcome.exceeded else (OK, None)
-    return landed(outcome.cluster, day, source, rows, counts["quarantined_values"], counts["input_values"],
-                  status, detail)
+    return landed(
+        outcome.cluster, day, source, rows, counts["quarantined_values"], counts["input_values"], status, detail
+    )
 
 
-def _reject_if_failed(cardhours: CardhoursResource, check: AssetCheckResult, day: date, source: str,
-                      clusters: list[str]) -> None:
+def _reject_if_failed(
+    cardhours: CardhoursResource, check: AssetCheckResult, day: date, source: str, clusters: list[str]
+) -> None:
     """A blocking raw-table check that failed makes the day's landings 'rejected'."""
     if check.passed or not clusters:
         return
@@ -62,7 +63,11 @@ def _reject_if_failed(cardhours: CardhoursResource, check: AssetCheckResult, day
 
 def screening_metadata(result: ScreenResult) -> dict:
     """One cluster's screening counts, its quarantine share and the fields it delivered."""
-    return {**result.counts, "quarantine_share": round(quarantine_share(result.counts), 8), "fields_present": fields_present(result.clean)}
+    return {
+        **result.counts,
+        "quarantine_share": round(quarantine_share(result.counts), 8),
+        "fields_present": fields_present(result.clean),
+    }
 
 
 @asset(
@@ -70,11 +75,16 @@ def screening_metadata(result: ScreenResult) -> dict:
     partitions_def=daily_partitions,
     group_name="ingest",
     kinds={"duckdb"},
-    description="Every DCGM sample of the day, per GPU or MIG instance, labels normalized and screened (docs/design.md).",
+    description="Every DCGM sample of the day, per GPU or MIG instance, labels normalized and screened "
+    "(docs/design.md).",
     check_specs=[
         AssetCheckSpec("gx_raw_dcgm_samples", asset=SAMPLES_KEY, blocking=True),
-        AssetCheckSpec(QUARANTINE_CHECK, asset=SAMPLES_KEY, blocking=True,
-                       description="Quarantined share of the day's sample values within metrics.max_quarantine_share."),
+        AssetCheckSpec(
+            QUARANTINE_CHECK,
+            asset=SAMPLES_KEY,
+            blocking=True,
+            description="Quarantined share of the day's sample values within metrics.max_quarantine_share.",
+        ),
     ],
 )
 def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
@@ -93,8 +103,13 @@ def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResourc
                     reads[cluster.name] = report.summary()
                 result = screen_samples(frame, partition_key=day.isoformat())
                 del frame
-                outcome = ClusterQuarantine(cluster.name, day.isoformat(), result.counts,
-                                            cluster.metrics.max_quarantine_share, values_by_reason(result.quarantine))
+                outcome = ClusterQuarantine(
+                    cluster.name,
+                    day.isoformat(),
+                    result.counts,
+                    cluster.metrics.max_quarantine_share,
+                    values_by_reason(result.quarantine),
+                )
                 replace_partition(
                     conn,
                     "raw.quarantine",
@@ -102,13 +117,18 @@ def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResourc
                     {"cluster": cluster.name, "source": DCGM_SOURCE, "partition_key": day.isoformat()},
                 )
                 rows[cluster.name] = replace_partition(
-                    conn, "raw.dcgm_samples", result.clean, {"cluster": cluster.name, "day": day},
+                    conn,
+                    "raw.dcgm_samples",
+                    result.clean,
+                    {"cluster": cluster.name, "day": day},
                     also=[_share_landing(outcome, day, DCGM_SOURCE, result.clean.height)],
                 )
             screening[cluster.name] = screening_metadata(result)
             outcomes.append(outcome)
             quarantined = result.counts["quarantined_values"]
-            context.log.info(f"{cluster.name}: {rows[cluster.name]} samples for {day}, {quarantined} values quarantined")
+            context.log.info(
+                f"{cluster.name}: {rows[cluster.name]} samples for {day}, {quarantined} values quarantined"
+            )
     gx = check_raw_table(cardhours, "raw.dcgm_samples", SAMPLES_KEY, "gx_raw_dcgm_samples", day)
     _reject_if_failed(cardhours, gx, day, DCGM_SOURCE, list(rows))
     share = quarantine_share_check(outcomes, SAMPLES_KEY)
@@ -134,8 +154,12 @@ def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResourc
     description="sacct rows (allocations and steps) of jobs active or pending during the day, fields as text.",
     check_specs=[
         AssetCheckSpec("gx_raw_slurm_sacct", asset=SACCT_KEY, blocking=True),
-        AssetCheckSpec(SACCT_SHARE_CHECK, asset=SACCT_KEY, blocking=True,
-                       description="Quarantined share of the day's sacct rows within slurm.max_quarantine_share."),
+        AssetCheckSpec(
+            SACCT_SHARE_CHECK,
+            asset=SACCT_KEY,
+            blocking=True,
+            description="Quarantined share of the day's sacct rows within slurm.max_quarantine_share.",
+        ),
     ],
 )
 def raw_slurm_sacct(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
@@ -152,8 +176,14 @@ def raw_slurm_sacct(context: AssetExecutionContext, cardhours: CardhoursResource
                 continue
             with failure_recorded(conn, cluster.name, day, SACCT_SOURCE):
                 raw, rejects = cardhours.sacct_rows(cluster.name, day, start, end)
-                outcome = sacct_day_outcome(cluster.name, day, raw, rejects, cluster.slurm.max_quarantine_share,
-                                            row_rejects(raw, weights, capacity))
+                outcome = sacct_day_outcome(
+                    cluster.name,
+                    day,
+                    raw,
+                    rejects,
+                    cluster.slurm.max_quarantine_share,
+                    row_rejects(raw, weights, capacity),
+                )
                 outcomes.append(outcome)
                 quarantined[cluster.name] = replace_partition(
                     conn,
@@ -162,10 +192,17 @@ def raw_slurm_sacct(context: AssetExecutionContext, cardhours: CardhoursResource
                     {"cluster": cluster.name, "source": SACCT_SOURCE, "partition_key": day.isoformat()},
                 )
                 bad = outcome.counts["quarantined_values"]
-                rows[cluster.name] = replace_partition(conn, "raw.slurm_sacct", raw, {"cluster": cluster.name, "day": day},
-                                                       also=[_share_landing(outcome, day, SACCT_SOURCE, raw.height)])
+                rows[cluster.name] = replace_partition(
+                    conn,
+                    "raw.slurm_sacct",
+                    raw,
+                    {"cluster": cluster.name, "day": day},
+                    also=[_share_landing(outcome, day, SACCT_SOURCE, raw.height)],
+                )
             if bad:
-                context.log.warning(f"{cluster.name}: {bad} sacct rows quarantined (by reason: {dict(outcome.reasons)})")
+                context.log.warning(
+                    f"{cluster.name}: {bad} sacct rows quarantined (by reason: {dict(outcome.reasons)})"
+                )
     check = check_raw_table(cardhours, "raw.slurm_sacct", SACCT_KEY, "gx_raw_slurm_sacct", day)
     share = quarantine_share_check(outcomes, SACCT_KEY, SACCT_SHARE_CHECK)
     _reject_if_failed(cardhours, check, day, SACCT_SOURCE, list(rows))
@@ -182,14 +219,20 @@ def raw_slurm_sacct(context: AssetExecutionContext, cardhours: CardhoursResource
     )
 
 
-def sacct_day_outcome(cluster: str, day: date, raw: pl.DataFrame, line_rejects: pl.DataFrame, max_share: float,
-                      row_rejects: pl.DataFrame) -> ClusterQuarantine:
+def sacct_day_outcome(
+    cluster: str, day: date, raw: pl.DataFrame, line_rejects: pl.DataFrame, max_share: float, row_rejects: pl.DataFrame
+) -> ClusterQuarantine:
     """A cluster's day of sacct: lines that did not split plus rows staging will quarantine,
     against every line read."""
     bad = pl.concat([line_rejects.select(list(QUARANTINE_SCHEMA)), row_rejects.select(list(QUARANTINE_SCHEMA))])
     counts, examples = rejects_by_code(bad)
     return ClusterQuarantine(
-        cluster, day.isoformat(), {"quarantined_values": bad.height, "input_values": raw.height + line_rejects.height},
-        max_share, counts, unit="sacct rows", limit_key="slurm.max_quarantine_share", examples=examples,
+        cluster,
+        day.isoformat(),
+        {"quarantined_values": bad.height, "input_values": raw.height + line_rejects.height},
+        max_share,
+        counts,
+        unit="sacct rows",
+        limit_key="slurm.max_quarantine_share",
+        examples=examples,
     )
-

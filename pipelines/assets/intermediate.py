@@ -12,7 +12,15 @@ from datetime import timedelta
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-from dagster import AssetCheckResult, AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetDep,
+    AssetExecutionContext,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
 
 from pipelines.assets.gate import GATE_DEP
 from pipelines.partitions import monthly_partitions, naive_window
@@ -25,8 +33,10 @@ ATTRIBUTED_TABLE = "intermediate.int_gpu_minutes_attributed"
 CHUNK_DAYS = 1
 SAMPLES_CONSERVED = "samples_conserved"
 SAMPLE_DEPS = [
-    AssetDep(["staging", "stg_slurm__jobs"]), AssetDep(["staging", "stg_kube__pods"]),
-    AssetDep(["staging", "stg_dcgm__gpu_minutely"]), GATE_DEP,
+    AssetDep(["staging", "stg_slurm__jobs"]),
+    AssetDep(["staging", "stg_kube__pods"]),
+    AssetDep(["staging", "stg_dcgm__gpu_minutely"]),
+    GATE_DEP,
 ]
 MINUTE_SAMPLES_SQL = """
 SELECT coalesce(sum(n_samples), 0) FROM staging.stg_dcgm__gpu_minutely
@@ -59,19 +69,30 @@ def attribution_queries(cardhours: CardhoursResource, cluster, start, end, join:
     queries, low = [], start
     while low < end:
         high = min(low + timedelta(days=CHUNK_DAYS), end)
-        queries.append(int_gpu_minutes_attributed_sql(
-            cluster.name, start, low, high, cluster.sample_step_seconds,
-            hosts.get_column("hostname").to_list(), hosts.get_column("gpu_fraction").to_list(),
-            cardhours.config.flags.zero_util_threshold, join, mig_weights,
-        ))
+        queries.append(
+            int_gpu_minutes_attributed_sql(
+                cluster.name,
+                start,
+                low,
+                high,
+                cluster.sample_step_seconds,
+                hosts.get_column("hostname").to_list(),
+                hosts.get_column("gpu_fraction").to_list(),
+                cardhours.config.flags.zero_util_threshold,
+                join,
+                mig_weights,
+            )
+        )
         low = high
     return queries
 
 
 def attributed_arrow(conn, cardhours: CardhoursResource, cluster, start, end) -> pa.Table:
     """One cluster's attributed rows of [start, end), computed by DuckDB window by window, as Arrow."""
-    tables = [conn.sql(text, params=params).to_arrow_table()
-              for text, params in attribution_queries(cardhours, cluster, start, end)]
+    tables = [
+        conn.sql(text, params=params).to_arrow_table()
+        for text, params in attribution_queries(cardhours, cluster, start, end)
+    ]
     return pa.concat_tables(tables)
 
 
@@ -82,8 +103,11 @@ def samples_conserved_check(samples: dict[str, tuple[float, int]]) -> AssetCheck
     return AssetCheckResult(
         check_name=SAMPLES_CONSERVED,
         passed=not off,
-        metadata={"clusters": MetadataValue.json({k: {"attributed": g, "minute_rows": w} for k, (g, w) in samples.items()})},
-        description="; ".join(f"{k}: {g:,.3f} attributed vs {w:,} in the minute rows" for k, (g, w) in off.items()) or None,
+        metadata={
+            "clusters": MetadataValue.json({k: {"attributed": g, "minute_rows": w} for k, (g, w) in samples.items()})
+        },
+        description="; ".join(f"{k}: {g:,.3f} attributed vs {w:,} in the minute rows" for k, (g, w) in off.items())
+        or None,
     )
 
 
@@ -94,7 +118,8 @@ def samples_conserved_check(samples: dict[str, tuple[float, int]]) -> AssetCheck
     kinds={"duckdb"},
     deps=SAMPLE_DEPS,
     check_specs=[AssetCheckSpec(SAMPLES_CONSERVED, asset=ATTRIBUTED_KEY, blocking=True)],
-    description="DCGM minutes tied to job runs and pods (hpc_job label, pod label, host-exclusive, host-shared), per GPU, hour, "
+    description="DCGM minutes tied to job runs and pods (hpc_job label, pod label, host-exclusive, host-shared), "
+    "per GPU, hour, "
     "run and method; the input of fct_job_usage and fct_gpu_hourly.",
 )
 def int_gpu_minutes_attributed_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:

@@ -39,13 +39,16 @@ def mart_deployment_monthly_asset(context: AssetExecutionContext, cardhours: Car
         usage = read_frame(conn, USAGE_SQL, [month])
         jobs = read_frame(conn, JOBS_SQL, [month])
         pods = read_frame(conn, PODS_SQL, [month])
-        frame = (mart_deployment_monthly(usage, jobs, pods, start, end) if usage.height
-                 else pl.DataFrame(schema=SCHEMA))
+        frame = mart_deployment_monthly(usage, jobs, pods, start, end) if usage.height else pl.DataFrame(schema=SCHEMA)
         rows = replace_partition(conn, "marts.mart_deployment_monthly", frame, {"month": month})
-    return MaterializeResult(metadata={
-        "rows": rows, "month": str(month), "gpu_hours": float(frame["gpu_hours"].sum() or 0.0),
-        "replica_pods": int(frame["replica_pods"].sum() or 0),
-    })
+    return MaterializeResult(
+        metadata={
+            "rows": rows,
+            "month": str(month),
+            "gpu_hours": float(frame["gpu_hours"].sum() or 0.0),
+            "replica_pods": int(frame["replica_pods"].sum() or 0),
+        }
+    )
 
 
 @asset(
@@ -69,14 +72,21 @@ def mart_kube_queue_monthly_asset(context: AssetExecutionContext, cardhours: Car
             samples = read_frame(conn, QUEUE_SAMPLES_SQL, [cluster.name, month, end.date(), start, end])
             unnamed += samples.filter(pl.col("queue").is_null()).height
             step = kube.step_seconds or cluster.sample_step_seconds
-            names = {k: getattr(kube.kueue, k) for k in ("admission_wait", "pending_workloads", "resource_usage",
-                                                          "nominal_quota")}
+            names = {
+                k: getattr(kube.kueue, k)
+                for k in ("admission_wait", "pending_workloads", "resource_usage", "nominal_quota")
+            }
             frames.append(mart_kube_queue_monthly(samples, month, step, names, kube.volcano.job_scheduling_duration))
         frame = pl.concat(frames) if frames else pl.DataFrame(schema=QUEUE_SCHEMA)
         rows = replace_partition(conn, "marts.mart_kube_queue_monthly", frame, {"month": month})
     if unnamed:
         context.log.warning(f"{unnamed} queue samples without a cluster_queue or queue label left out")
-    return MaterializeResult(metadata={
-        "rows": rows, "month": str(month), "queues": frame.height, "samples_without_queue": unnamed,
-        "admitted_workloads": int(frame["admitted_workloads"].sum() or 0),
-    })
+    return MaterializeResult(
+        metadata={
+            "rows": rows,
+            "month": str(month),
+            "queues": frame.height,
+            "samples_without_queue": unnamed,
+            "admitted_workloads": int(frame["admitted_workloads"].sum() or 0),
+        }
+    )

@@ -1,6 +1,5 @@
 """Monthly marts: per-job usage, per-department and per-cluster card-hours."""
 
-
 import polars as pl
 from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
@@ -30,7 +29,8 @@ KUBE_DEPS = [AssetDep(["staging", "stg_kube__jobs"]), AssetDep(["staging", "stg_
 JOBS_SQL = "SELECT * EXCLUDE (month) FROM staging.stg_slurm__jobs WHERE month = ? AND cluster = ?"
 KUBE_JOBS_SQL = "SELECT * EXCLUDE (month) FROM staging.stg_kube__jobs WHERE month = ? AND cluster = ? ORDER BY job_id"
 KUBE_PODS_SQL = (
-    "SELECT * EXCLUDE (month) FROM staging.stg_kube__pods WHERE month = ? AND cluster = ? ORDER BY namespace, pod, pod_uid"
+    "SELECT * EXCLUDE (month) FROM staging.stg_kube__pods WHERE month = ? AND cluster = ? "
+    "ORDER BY namespace, pod, pod_uid"
 )
 
 
@@ -59,7 +59,8 @@ def kube_frames(conn, cluster, month) -> dict:
     group_name="marts",
     kinds={"duckdb", "polars"},
     deps=SAMPLE_DEPS + KUBE_DEPS,
-    description="One row per job run (Slurm) or Kubernetes job: GPU-hours inside the month, utilization, idle, energy, queue time, attribution.",
+    description="One row per job run (Slurm) or Kubernetes job: GPU-hours inside the month, utilization, idle, "
+    "energy, queue time, attribution.",
 )
 def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, end = naive_window(context.partition_time_window)
@@ -93,7 +94,8 @@ def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursReso
             "jobs_without_samples": no_samples,
             "attribution_methods": MetadataValue.json({str(k): int(v) for k, v in methods}),
             "jobs_by_scheduler": MetadataValue.json(
-                {str(k): int(v) for k, v in usage.get_column("scheduler").value_counts().rows()}),
+                {str(k): int(v) for k, v in usage.get_column("scheduler").value_counts().rows()}
+            ),
             "month": str(start.date()),
         }
     )
@@ -105,7 +107,8 @@ def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursReso
     group_name="marts",
     kinds={"duckdb", "polars"},
     deps=SAMPLE_DEPS + KUBE_DEPS,
-    description="Per GPU or MIG instance and hour: capacity, allocated and active seconds, samples, unattributed samples, coverage.",
+    description="Per GPU or MIG instance and hour: capacity, allocated and active seconds, samples, "
+    "unattributed samples, coverage.",
     check_specs=[AssetCheckSpec(WITHIN_CAPACITY, asset=GPU_HOURLY_KEY, blocking=True)],
 )
 def fct_gpu_hourly_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
@@ -118,17 +121,27 @@ def fct_gpu_hourly_asset(context: AssetExecutionContext, cardhours: CardhoursRes
             attributed = read_attributed(conn, start.date(), cluster.name)
             cluster_inventory = inventory.filter(pl.col("cluster") == cluster.name)
             pods = read_frame(conn, KUBE_PODS_SQL, [start.date(), cluster.name]) if cluster.kubernetes else None
-            frames.append(fct_gpu_hourly(cluster_inventory, jobs, attributed, start, end, cluster.sample_step_seconds, pods))
-            unknown = jobs.select(pl.col("hosts").explode()).drop_nulls().filter(
-                ~pl.col("hosts").is_in(cluster_inventory.get_column("hostname").implode())
+            frames.append(
+                fct_gpu_hourly(cluster_inventory, jobs, attributed, start, end, cluster.sample_step_seconds, pods)
+            )
+            unknown = (
+                jobs.select(pl.col("hosts").explode())
+                .drop_nulls()
+                .filter(~pl.col("hosts").is_in(cluster_inventory.get_column("hostname").implode()))
             )
             if unknown.height:
-                context.log.warning(f"{cluster.name}: hosts of runs not in the inventory: {unknown.unique().head(10).to_series().to_list()}")
+                context.log.warning(
+                    f"{cluster.name}: hosts of runs not in the inventory: "
+                    f"{unknown.unique().head(10).to_series().to_list()}"
+                )
             if pods is not None:
                 nodes = pods.select(pl.col("node").drop_nulls().unique()).filter(
-                    ~pl.col("node").is_in(cluster_inventory.get_column("hostname").implode()))
+                    ~pl.col("node").is_in(cluster_inventory.get_column("hostname").implode())
+                )
                 if nodes.height:
-                    context.log.warning(f"{cluster.name}: nodes of pods not in the inventory: {nodes.head(10).to_series().to_list()}")
+                    context.log.warning(
+                        f"{cluster.name}: nodes of pods not in the inventory: {nodes.head(10).to_series().to_list()}"
+                    )
         hourly = pl.concat(frames)
         rows = replace_partition(conn, "marts.fct_gpu_hourly", hourly, {"month": start.date()})
     return MaterializeResult(

@@ -10,14 +10,14 @@ from dagster import AssetDep, AssetExecutionContext, MaterializeResult, Metadata
 from cardhours.config import Config
 from cardhours.config.rates import price_frame
 from pipelines.assets.marts import CLUSTER_KEY, DEPARTMENT_KEY, GPU_HOURLY_KEY, JOB_USAGE_KEY
+from pipelines.data_quality import quarantine_summary, runaway_runs
 from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
 from reports import build_inputs, render_department_pages, render_review, write_department_pages, write_review
 from reports.chargeback_section import chargeback_section
-from reports.sections.kube_queues import kube_queues_section
 from reports.data import ReviewSettings, first_trend_month, next_month
-from pipelines.data_quality import quarantine_summary, runaway_runs
 from reports.sections.data_quality import data_quality_section
+from reports.sections.kube_queues import kube_queues_section
 from warehouse import read_frame
 
 REVIEW_KEY = ["reports", "review_html"]
@@ -54,7 +54,7 @@ READS = {
     "focus": "SELECT * FROM marts.fct_chargeback_focus WHERE billing_month = ?",
     "closed": "SELECT * FROM marts.chargeback_closed_months WHERE billing_month BETWEEN ? AND ? ORDER BY billing_month",
     "kube_queues": "SELECT * FROM marts.mart_kube_queue_monthly WHERE month = ? ORDER BY cluster, queue_kind, queue",
-}  # fmt: skip
+}
 
 
 def read_review_frames(conn: duckdb.DuckDBPyConnection, month: date) -> dict[str, pl.DataFrame]:
@@ -73,12 +73,14 @@ def review_settings(config: Config, month: date) -> ReviewSettings:
     segments = price_frame(config.rates, start, end).with_columns(pl.col("list_unit_price").cast(pl.Float64))
     quotas = {name: float(gpus) for name, gpus in config.quotas.departments.items()} or None
     return ReviewSettings(
-        currency=config.rates.currency, price_segments=segments, quotas=quotas,
+        currency=config.rates.currency,
+        price_segments=segments,
+        quotas=quotas,
         overcommit_ratio=config.quotas.overcommit_ratio,
         low_efficiency_gpu_hours=config.flags.low_efficiency_gpu_hours,
         low_efficiency_utilization=config.flags.low_efficiency_utilization,
         templates_dir=config.reports.templates_dir,
-    )  # fmt: skip
+    )
 
 
 @asset(
@@ -86,7 +88,20 @@ def review_settings(config: Config, month: date) -> ReviewSettings:
     partitions_def=monthly_partitions,
     group_name="reports",
     kinds={"html", "plotly"},
-    deps=[AssetDep(k) for k in (JOB_USAGE_KEY, DEPARTMENT_KEY, CLUSTER_KEY, GPU_HOURLY_KEY, FLAGS_KEY, USERS_KEY, RECONCILIATION_KEY, QUEUES_KEY, SLURM_JOBS_KEY)],
+    deps=[
+        AssetDep(k)
+        for k in (
+            JOB_USAGE_KEY,
+            DEPARTMENT_KEY,
+            CLUSTER_KEY,
+            GPU_HOURLY_KEY,
+            FLAGS_KEY,
+            USERS_KEY,
+            RECONCILIATION_KEY,
+            QUEUES_KEY,
+            SLURM_JOBS_KEY,
+        )
+    ],
     description="YYYY-MM/review.html for operations and YYYY-MM/departments/<dept>.html for managers "
     "(self-contained, work offline); a rerun replaces them and removes pages of vanished departments.",
 )
@@ -108,7 +123,12 @@ def review_html(context: AssetExecutionContext, cardhours: CardhoursResource) ->
     path = write_review(html, cardhours.config.reports.dir, key)
     written = write_department_pages(pages, cardhours.config.reports.dir, key)
     context.log.info(f"review written to {path} with {len(written)} department pages")
-    return MaterializeResult(metadata={
-        "path": MetadataValue.path(str(path)), "bytes": len(html.encode()),
-        "department_pages": len(written), "jobs": frames["jobs"].height, "flag_rows": frames["flags"].height,
-    })  # fmt: skip
+    return MaterializeResult(
+        metadata={
+            "path": MetadataValue.path(str(path)),
+            "bytes": len(html.encode()),
+            "department_pages": len(written),
+            "jobs": frames["jobs"].height,
+            "flag_rows": frames["flags"].height,
+        }
+    )

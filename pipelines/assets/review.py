@@ -13,17 +13,17 @@ from dagster import (
     asset,
 )
 
+from cardhours.config.rates import price_frame
 from cardhours.contracts.flags import FLAG_REASONS, REASONS, SEVERITIES
 from pipelines.assets.marts import JOB_USAGE_KEY
 from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
 from reports.flagged_jobs_csv import flagged_jobs_csv
 from reports.write import write_atomic
+from transforms.dated_cost import unpriced_models
 from transforms.fct_job_flags import SCHEMA as FLAGS_SCHEMA
 from transforms.fct_job_flags import fct_job_flags
 from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
-from cardhours.config.rates import price_frame
-from transforms.dated_cost import unpriced_models
 from transforms.int_job_activity_profiled import int_job_activity_profiled
 from transforms.mart_user_monthly import mart_user_monthly
 from warehouse import read_frame, replace_partition
@@ -103,9 +103,11 @@ def fct_job_flags_asset(context: AssetExecutionContext, cardhours: CardhoursReso
     if unpriced:
         context.log.warning(f"no GPU-hour rate for {unpriced}: their idle_cost is null")
     # runs with samples but no hourly attribution rows: IDLE_TAIL and INPUT_BOUND cannot judge them
-    unprofiled = usage.join(profile.filter(pl.col("measured_hours") > 0), on=RUN, how="anti").filter(
-        pl.col("n_samples") > 0
-    ).height
+    unprofiled = (
+        usage.join(profile.filter(pl.col("measured_hours") > 0), on=RUN, how="anti")
+        .filter(pl.col("n_samples") > 0)
+        .height
+    )
     if unprofiled:
         context.log.warning(
             f"{unprofiled} runs with samples have no rows in intermediate.int_gpu_minutes_attributed for "

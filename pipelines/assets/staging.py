@@ -1,7 +1,6 @@
 """Staging: DCGM rollups per GPU per hour and minute and the day's field presence (daily
 partitions), and Slurm job runs (monthly partitions)."""
 
-
 import polars as pl
 from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
@@ -34,7 +33,8 @@ PRESENCE_COLUMNS = ", ".join([*INSTANCE_KEY, *SAMPLE_VALUE_COLUMNS])
     group_name="staging",
     kinds={"duckdb", "polars"},
     deps=[SAMPLES_DEP],
-    description="Per GPU or MIG instance, hpc_job and hour: sample counts and coverage, sums and maxima of each signal, energy.",
+    description="Per GPU or MIG instance, hpc_job and hour: sample counts and coverage, sums and maxima of each "
+    "signal, energy.",
 )
 def stg_dcgm__gpu_hourly_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
     start, _ = naive_window(context.partition_time_window)
@@ -42,7 +42,9 @@ def stg_dcgm__gpu_hourly_asset(context: AssetExecutionContext, cardhours: Cardho
     frames = []
     with cardhours.warehouse() as conn:
         for cluster in cardhours.config.clusters:
-            samples = read_frame(conn, "SELECT * FROM raw.dcgm_samples WHERE cluster = ? AND day = ?", [cluster.name, day])
+            samples = read_frame(
+                conn, "SELECT * FROM raw.dcgm_samples WHERE cluster = ? AND day = ?", [cluster.name, day]
+            )
             step = cluster.sample_step_seconds
             frames.append(stg_dcgm__gpu_hourly(samples.lazy(), step_seconds=step).collect())
         hourly = pl.concat(frames).with_columns(pl.lit(day).alias("day"))
@@ -96,7 +98,9 @@ def stg_dcgm__field_presence_asset(context: AssetExecutionContext, cardhours: Ca
     with cardhours.warehouse() as conn:
         for cluster in cardhours.config.clusters:
             samples = read_frame(
-                conn, f"SELECT {PRESENCE_COLUMNS} FROM raw.dcgm_samples WHERE cluster = ? AND day = ?", [cluster.name, day]
+                conn,
+                f"SELECT {PRESENCE_COLUMNS} FROM raw.dcgm_samples WHERE cluster = ? AND day = ?",
+                [cluster.name, day],
             )
             frames.append(stg_dcgm__field_presence(samples.lazy(), day))
         presence = pl.concat(frames)
@@ -125,8 +129,12 @@ def stg_dcgm__field_presence_asset(context: AssetExecutionContext, cardhours: Ca
     deps=[AssetDep(["raw", "slurm_sacct"]), GATE_DEP],
     check_specs=[
         AssetCheckSpec(JOBS_CHECK, asset=JOBS_KEY, blocking=True),
-        AssetCheckSpec(STATES_CHECK, asset=JOBS_KEY, blocking=False,
-                       description="Job states sacct printed that cardhours does not know (staged as they are)."),
+        AssetCheckSpec(
+            STATES_CHECK,
+            asset=JOBS_KEY,
+            blocking=False,
+            description="Job states sacct printed that cardhours does not know (staged as they are).",
+        ),
     ],
     description="One row per Slurm job run overlapping the month (allocation rows; steps counted, never summed).",
 )
@@ -141,10 +149,15 @@ def stg_slurm__jobs_asset(context: AssetExecutionContext, cardhours: CardhoursRe
         runaways = jobs.filter(pl.col("end_inferred_from").is_not_null())
         if runaways.height:  # bound each by its last labelled DCGM sample, then stage again
             samples = last_labelled_samples(conn, runaways, cardhours.config)
-            jobs, rejects = stg_slurm__jobs(raw, start, end, mig_weights=weights, max_node_gpus=capacity,
-                                            last_samples=samples)
-        rows = replace_partition(conn, "staging.stg_slurm__jobs", jobs.with_columns(pl.lit(month).alias("month")), {"month": month})
-        rejects = rejects.with_columns(pl.lit("stg_slurm__jobs").alias("source"), pl.lit(month.isoformat()).alias("partition_key"))
+            jobs, rejects = stg_slurm__jobs(
+                raw, start, end, mig_weights=weights, max_node_gpus=capacity, last_samples=samples
+            )
+        rows = replace_partition(
+            conn, "staging.stg_slurm__jobs", jobs.with_columns(pl.lit(month).alias("month")), {"month": month}
+        )
+        rejects = rejects.with_columns(
+            pl.lit("stg_slurm__jobs").alias("source"), pl.lit(month.isoformat()).alias("partition_key")
+        )
         quarantined = replace_partition(
             conn,
             "raw.quarantine",

@@ -21,23 +21,30 @@ SHOWN = 10
 
 
 def _capacity(r: dict[str, Any]) -> str:
-    return (f"charged {r['charged_gpu_hours']} + idle {r['idle_gpu_hours']} GPU-hours "
-            f"!= capacity {r['capacity_gpu_hours']}")
+    return (
+        f"charged {r['charged_gpu_hours']} + idle {r['idle_gpu_hours']} GPU-hours != capacity {r['capacity_gpu_hours']}"
+    )
 
 
 def _cost(r: dict[str, Any]) -> str:
-    return f"{r['misrounded_rows']} rows not quantity x unit price to the cent, {r['unpriced_rows']} rows without a price"
+    return (
+        f"{r['misrounded_rows']} rows not quantity x unit price to the cent, {r['unpriced_rows']} rows without a price"
+    )
 
 
 def _departments(r: dict[str, Any]) -> str:
-    return (f"{r['departments_mismatched']} department periods differ from the job detail; "
-            f"usage cost {r['usage_cost']} vs job detail {r['job_detail_cost']}")
+    return (
+        f"{r['departments_mismatched']} department periods differ from the job detail; "
+        f"usage cost {r['usage_cost']} vs job detail {r['job_detail_cost']}"
+    )
 
 
 def _jobs(r: dict[str, Any]) -> str:
-    return (f"{r['jobs_mismatched']} of {r['jobs_with_gpu_hours']} runs not exactly in the detail, "
-            f"{r['duplicate_lines']} duplicate lines; charged {r['charged_gpu_hours']} vs "
-            f"fct_job_usage {r['job_usage_gpu_hours']} GPU-hours")
+    return (
+        f"{r['jobs_mismatched']} of {r['jobs_with_gpu_hours']} runs not exactly in the detail, "
+        f"{r['duplicate_lines']} duplicate lines; charged {r['charged_gpu_hours']} vs "
+        f"fct_job_usage {r['job_usage_gpu_hours']} GPU-hours"
+    )
 
 
 CHECKS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
@@ -59,9 +66,14 @@ def reconciliation_checks(
         failures = [f"cluster {r['cluster']!r}: {explain(r)}" for r in rows.iter_rows(named=True) if not r[flag]]
         if rows.is_empty():
             failures = [f"no reconciliation rows for {month:%Y-%m}"]
-        results.append(AssetCheckResult(
-            passed=not failures, asset_key=key, check_name=name, severity=AssetCheckSeverity.ERROR,
-            description="; ".join(failures[:SHOWN]) if failures else None,
-            metadata={"month": str(month), "clusters": rows.height, "failures": len(failures)},
-        ))
+        results.append(
+            AssetCheckResult(
+                passed=not failures,
+                asset_key=key,
+                check_name=name,
+                severity=AssetCheckSeverity.ERROR,
+                description="; ".join(failures[:SHOWN]) if failures else None,
+                metadata={"month": str(month), "clusters": rows.height, "failures": len(failures)},
+            )
+        )
     return results

@@ -86,9 +86,7 @@ def run_suite_on_frame(
     result = batch.get_batch(batch_parameters={"dataframe": frame.to_pandas()}).validate(
         suite, result_format=RESULT_FORMAT
     )
-    return check_result(
-        result, asset_key, check_name, severity, frame.height, started, {"path": "pandas"}
-    )
+    return check_result(result, asset_key, check_name, severity, frame.height, started, {"path": "pandas"})
 
 
 def run_suite_on_duckdb(
@@ -140,7 +138,10 @@ def run_suite_on_duckdb(
         if batch is None or (where_day is not None and rows == 0):
             # A day partition with no rows is a failed load, not a vacuously valid one.
             return dg.AssetCheckResult(
-                passed=False, asset_key=asset_key, check_name=check_name, severity=severity,
+                passed=False,
+                asset_key=asset_key,
+                check_name=check_name,
+                severity=severity,
                 description=f"no rows in {table} for {day_column}={day}",
                 metadata={**extra, "evaluated_rows": 0, "run_seconds": since(started)},
             )

@@ -60,9 +60,7 @@ def cursor_creator(parent: duckdb.DuckDBPyConnection, schema: str) -> Callable[[
     return create
 
 
-def duckdb_batch(
-    source: Any, name: str, day_column: str, day: date | None, sample_rows: int | None
-) -> Any:
+def duckdb_batch(source: Any, name: str, day_column: str, day: date | None, sample_rows: int | None) -> Any:
     if sample_rows is None:
         asset = source.add_table_asset(name=name, table_name=name)
         if day is None:

@@ -35,7 +35,10 @@ def check_result(
         "run_seconds": since(started),
     }
     return dg.AssetCheckResult(
-        passed=bool(result.success), asset_key=asset_key, check_name=check_name, severity=severity,
+        passed=bool(result.success),
+        asset_key=asset_key,
+        check_name=check_name,
+        severity=severity,
         description=describe_failures(result.suite_name, failed, len(result.results), rows) if failed else None,
         metadata=metadata,
     )

@@ -59,7 +59,9 @@ def capacity_balance_check(
         cluster, expected = row["cluster"], row["capacity_gpu_hours"]
         allocated, unallocated = row["allocated"] or 0.0, row["unallocated"] or 0.0
         if expected is None:
-            failures.append(f"cluster {cluster!r}: {allocated:.6f} GPU-hours allocated but no capacity in the inventory")
+            failures.append(
+                f"cluster {cluster!r}: {allocated:.6f} GPU-hours allocated but no capacity in the inventory"
+            )
         elif row["unallocated_rows"] != 1:
             failures.append(f"cluster {cluster!r}: {row['unallocated_rows'] or 0} unallocated rows, expected 1")
         elif abs(allocated + unallocated - expected) > TOLERANCE_GPU_HOURS:
@@ -100,9 +102,7 @@ def matches_job_usage_check(
     return _result(asset_key, MATCHES_JOB_USAGE, failures, metadata)
 
 
-def allocation_within_capacity_check(
-    hourly: pl.DataFrame, asset_key: AssetKey | Sequence[str]
-) -> AssetCheckResult:
+def allocation_within_capacity_check(hourly: pl.DataFrame, asset_key: AssetKey | Sequence[str]) -> AssetCheckResult:
     """``hourly``: fct_gpu_hourly rows with cluster, hour, allocated_seconds, capacity_seconds."""
     over = pl.col("allocated_seconds").fill_null(0) - pl.col("capacity_seconds").fill_null(0) > TOLERANCE_GPU_SECONDS
     bad_rows = hourly.filter(over).height

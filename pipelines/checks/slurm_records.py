@@ -55,10 +55,15 @@ def unknown_states_check(jobs: pl.DataFrame, asset_key: Sequence[str], check_nam
     parts = [f"{state} ({runs} runs, e.g. job {', '.join(ids)})" for state, runs, ids in by_state.iter_rows()]
     description = (
         f"{unknown.height} staged runs have a state cardhours does not know, billed as their times say: "
-        + "; ".join(parts) if parts else None
+        + "; ".join(parts)
+        if parts
+        else None
     )
     return AssetCheckResult(
-        passed=unknown.is_empty(), asset_key=AssetKey(list(asset_key)), check_name=check_name,
-        severity=AssetCheckSeverity.WARN, description=description,
+        passed=unknown.is_empty(),
+        asset_key=AssetKey(list(asset_key)),
+        check_name=check_name,
+        severity=AssetCheckSeverity.WARN,
+        description=description,
         metadata={"unknown_states": {state: runs for state, runs, _ in by_state.iter_rows()}},
     )

@@ -86,17 +86,13 @@ def raw_dcgm_samples_suite() -> gx.ExpectationSuite:
     # The same bounds screening applies (transforms.dcgm_sentinels), so a value that passed
     # screening can never fail this blocking check.
     ranges = [between(column, *value_limits(column)) for column in BOUNDS]
-    return suite_from_schema(
-        "raw.dcgm_samples", RAW_SAMPLE_SCHEMA, non_null=SAMPLE_KEY_COLUMNS, extra=ranges
-    )
+    return suite_from_schema("raw.dcgm_samples", RAW_SAMPLE_SCHEMA, non_null=SAMPLE_KEY_COLUMNS, extra=ranges)
 
 
 def raw_slurm_sacct_suite() -> gx.ExpectationSuite:
     """`raw.slurm_sacct`: RAW_SACCT_SCHEMA columns, non-null keys, Slurm-shaped job ids."""
     job_id = gxe.ExpectColumnValuesToMatchRegex(column="job_id", regex=SLURM_JOB_ID_REGEX, mostly=1.0)
-    return suite_from_schema(
-        "raw.slurm_sacct", RAW_SACCT_SCHEMA, non_null=SACCT_KEY_COLUMNS, extra=[job_id]
-    )
+    return suite_from_schema("raw.slurm_sacct", RAW_SACCT_SCHEMA, non_null=SACCT_KEY_COLUMNS, extra=[job_id])
 
 
 STAGED_RUN_KEY: tuple[str, ...] = ("cluster", "job_id_raw", "submit_time", "start_time")

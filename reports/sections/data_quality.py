@@ -17,14 +17,22 @@ HOW_ENDED = {
 }
 
 QUARANTINE_COLUMNS = [
-    Column("cluster", "cluster"), Column("source", "source"), Column("reason", "reason", wrap=True),
-    Column("rows", "rows", fmt_int, True), Column("example", "example (where: what)", wrap=True),
-]  # fmt: skip
+    Column("cluster", "cluster"),
+    Column("source", "source"),
+    Column("reason", "reason", wrap=True),
+    Column("rows", "rows", fmt_int, True),
+    Column("example", "example (where: what)", wrap=True),
+]
 RUNAWAY_COLUMNS = [
-    Column("cluster", "cluster"), Column("job_id", "job"), Column("user_name", "user"), Column("state", "state"),
-    Column("start_time", "start (UTC)"), Column("end_time", "billed until (UTC)"),
-    Column("ended_by", "end inferred from", wrap=True), Column("gpus", "GPUs", fmt_two, True),
-]  # fmt: skip
+    Column("cluster", "cluster"),
+    Column("job_id", "job"),
+    Column("user_name", "user"),
+    Column("state", "state"),
+    Column("start_time", "start (UTC)"),
+    Column("end_time", "billed until (UTC)"),
+    Column("ended_by", "end inferred from", wrap=True),
+    Column("gpus", "GPUs", fmt_two, True),
+]
 
 
 def data_quality_section(quarantine: pl.DataFrame, runaways: pl.DataFrame) -> Section:

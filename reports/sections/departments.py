@@ -53,8 +53,10 @@ def department_index_section(inputs: ReviewInputs) -> Section | None:
 def department_columns(inputs: ReviewInputs, currency: str, linked: bool = True) -> list[Column]:
     name = Column("department", "department", _page_link if linked else figures.department_label, wrap=True)
     columns = [
-        Column("division", "division", wrap=True), name,
-        Column("job_count", "jobs", fmt_int, True), Column("user_count", "users", fmt_int, True),
+        Column("division", "division", wrap=True),
+        name,
+        Column("job_count", "jobs", fmt_int, True),
+        Column("user_count", "users", fmt_int, True),
         Column("gpu_hours", "GPU-hours", fmt_hours, True),
         Column("cost", f"cost ({currency})", fmt_money, True),
         Column("utilization", "utilization (%)", fmt_pct, True),
@@ -65,7 +67,7 @@ def department_columns(inputs: ReviewInputs, currency: str, linked: bool = True)
         Column("energy_kwh", "energy (kWh)", fmt_hours, True),
         Column("queue_seconds_p50", "queue p50 (min)", fmt_minutes, True),
         Column("queue_seconds_p95", "queue p95 (min)", fmt_minutes, True),
-    ]  # fmt: skip
+    ]
     return ([Column("cluster", "cluster")] if inputs.multi_cluster else []) + columns
 
 
@@ -87,11 +89,17 @@ def quota_frame(inputs: ReviewInputs) -> pl.DataFrame:
         inputs.this_month(inputs.departments)
         .group_by("department")
         .agg(pl.col("gpu_hours").sum())
-        .join(pl.DataFrame({"department": list(quotas), "quota_gpus": [float(q) for q in quotas.values()]},
-                           schema={"department": pl.String, "quota_gpus": pl.Float64}),
-              on="department", how="full", coalesce=True)
+        .join(
+            pl.DataFrame(
+                {"department": list(quotas), "quota_gpus": [float(q) for q in quotas.values()]},
+                schema={"department": pl.String, "quota_gpus": pl.Float64},
+            ),
+            on="department",
+            how="full",
+            coalesce=True,
+        )
         .with_columns(pl.col("gpu_hours").fill_null(0.0), pl.col("quota_gpus").fill_null(0.0))
-    )  # fmt: skip
+    )
     return used.with_columns(
         (pl.col("gpu_hours") / hours).alias("used_gpus"),
         pl.when(pl.col("quota_gpus") > 0).then(pl.col("gpu_hours") / hours / pl.col("quota_gpus")).alias("quota_use"),
@@ -147,14 +155,23 @@ def low_efficiency_frame(inputs: ReviewInputs) -> pl.DataFrame:
     return (
         inputs.this_month(inputs.departments)
         .group_by("department")
-        .agg(pl.col("gpu_hours").sum(), pl.col("measured_gpu_hours").sum(), pl.col("active_gpu_hours").sum(),
-             pl.col("idle_gpu_hours").sum())
-        .with_columns(pl.when(pl.col("measured_gpu_hours") > 0)
-                      .then(pl.col("active_gpu_hours") / pl.col("measured_gpu_hours")).alias("utilization"))
-        .filter((pl.col("gpu_hours") >= s.low_efficiency_gpu_hours)
-                & (pl.col("utilization") <= s.low_efficiency_utilization))
+        .agg(
+            pl.col("gpu_hours").sum(),
+            pl.col("measured_gpu_hours").sum(),
+            pl.col("active_gpu_hours").sum(),
+            pl.col("idle_gpu_hours").sum(),
+        )
+        .with_columns(
+            pl.when(pl.col("measured_gpu_hours") > 0)
+            .then(pl.col("active_gpu_hours") / pl.col("measured_gpu_hours"))
+            .alias("utilization")
+        )
+        .filter(
+            (pl.col("gpu_hours") >= s.low_efficiency_gpu_hours)
+            & (pl.col("utilization") <= s.low_efficiency_utilization)
+        )
         .sort(["idle_gpu_hours", "department"], descending=[True, False])
-    )  # fmt: skip
+    )
 
 
 def low_efficiency_section(inputs: ReviewInputs) -> Section:

@@ -24,38 +24,58 @@ def flagged_runs(flags: pl.DataFrame) -> pl.DataFrame:
     """One row per flagged job run: its reasons (most severe first), its worst severity,
     the waste of its worst reason (a job is counted once) and the recommendations."""
     ranked = flags.with_columns(
-        pl.col("severity").replace_strict(SEVERITY_RANK, default=len(SEVERITY_RANK), return_dtype=pl.Int8).alias("_rank")
+        pl.col("severity")
+        .replace_strict(SEVERITY_RANK, default=len(SEVERITY_RANK), return_dtype=pl.Int8)
+        .alias("_rank")
     ).sort([*RUN, "_rank", "reason"], nulls_last=True)
     first = pl.col
     return (
         ranked.group_by(RUN, maintain_order=True)
         .agg(
-            *(first(c).first() for c in ("user_name", "account", "department", "partition_name", "job_name",
-                                          "gpus", "gpu_model", "gpu_hours", "utilization", "idle_gpu_hours",
-                                          "idle_cost", "severity")),
+            *(
+                first(c).first()
+                for c in (
+                    "user_name",
+                    "account",
+                    "department",
+                    "partition_name",
+                    "job_name",
+                    "gpus",
+                    "gpu_model",
+                    "gpu_hours",
+                    "utilization",
+                    "idle_gpu_hours",
+                    "idle_cost",
+                    "severity",
+                )
+            ),
             pl.col("reason").unique(maintain_order=True).str.join(", ").alias("reasons"),
             pl.col("wasted_gpu_hours").max(),
             pl.col("detail").drop_nulls().unique(maintain_order=True).str.join("; ").alias("details"),
             pl.col("recommendation").drop_nulls().unique(maintain_order=True).str.join(" ").alias("recommendations"),
         )
         .sort(["wasted_gpu_hours", "cluster", "job_id"], descending=[True, False, False], nulls_last=True)
-    )  # fmt: skip
+    )
 
 
 def flagged_job_columns(inputs: ReviewInputs, with_department: bool = True) -> list[Column]:
     """Fits a landscape page: account, partition and GPU model are in flagged_jobs.csv."""
     currency = inputs.settings.currency or "currency"
     columns = [
-        Column("job_id", "job ID"), Column("job_name", "job name", wrap=True),
+        Column("job_id", "job ID"),
+        Column("job_name", "job name", wrap=True),
         Column("user_name", "user", wrap=True),
         *([Column("department", "department", figures.department_label, wrap=True)] if with_department else []),
-        Column("gpus", "GPUs", fmt_trimmed, True), Column("gpu_hours", "GPU-hours", fmt_hours, True),
+        Column("gpus", "GPUs", fmt_trimmed, True),
+        Column("gpu_hours", "GPU-hours", fmt_hours, True),
         Column("utilization", "utilization (%)", fmt_pct, True),
         Column("wasted_gpu_hours", "wasted GPU-hours", fmt_hours, True),
         Column("idle_cost", f"idle cost ({currency})", fmt_money, True),
-        Column("severity", "severity"), Column("reasons", "reasons", words=True),
-        Column("recommendations", "recommendation", prose=True), Column("details", "evidence", prose=True),
-    ]  # fmt: skip
+        Column("severity", "severity"),
+        Column("reasons", "reasons", words=True),
+        Column("recommendations", "recommendation", prose=True),
+        Column("details", "evidence", prose=True),
+    ]
     return ([Column("cluster", "cluster")] if inputs.multi_cluster else []) + columns
 
 
@@ -77,7 +97,8 @@ def user_columns(inputs: ReviewInputs, with_department: bool = True) -> list[Col
     columns = [
         Column("user_name", "user", wrap=True),
         *([Column("department", "department", figures.department_label, wrap=True)] if with_department else []),
-        Column("job_count", "jobs", fmt_int, True), Column("gpu_hours", "GPU-hours", fmt_hours, True),
+        Column("job_count", "jobs", fmt_int, True),
+        Column("gpu_hours", "GPU-hours", fmt_hours, True),
         Column("utilization", "utilization (%)", fmt_pct, True),
         Column("idle_gpu_hours", "idle GPU-hours", fmt_hours, True),
         Column("idle_cost", f"idle cost ({currency})", fmt_money, True),
@@ -85,7 +106,7 @@ def user_columns(inputs: ReviewInputs, with_department: bool = True) -> list[Col
         Column("flagged_job_count", "flagged jobs", fmt_int, True),
         Column("wasted_gpu_hours", "wasted GPU-hours", fmt_hours, True),
         Column("notes", "notes", wrap=True),
-    ]  # fmt: skip
+    ]
     return ([Column("cluster", "cluster")] if inputs.multi_cluster else []) + columns
 
 
@@ -95,9 +116,10 @@ def with_notes(users: pl.DataFrame) -> pl.DataFrame:
         pl.concat_str(
             pl.when(pl.col("is_zero_util_over_threshold")).then(pl.lit("zero-util over threshold")),
             pl.when(pl.col("is_low_efficiency")).then(pl.lit("low efficiency")),
-            separator="; ", ignore_nulls=True,
+            separator="; ",
+            ignore_nulls=True,
         ).alias("notes")
-    )  # fmt: skip
+    )
 
 
 def top_users_section(inputs: ReviewInputs) -> Section:
@@ -108,7 +130,9 @@ def top_users_section(inputs: ReviewInputs) -> Section:
 
 
 def user_table(inputs: ReviewInputs, users: pl.DataFrame, with_department: bool = True):
-    rows = with_notes(users).sort(["gpu_hours", "cluster", "user_name"], descending=[True, False, False], nulls_last=True)
+    rows = with_notes(users).sort(
+        ["gpu_hours", "cluster", "user_name"], descending=[True, False, False], nulls_last=True
+    )
     return table(rows, user_columns(inputs, with_department))
 
 

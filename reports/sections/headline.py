@@ -25,9 +25,7 @@ def model_costs(inputs: ReviewInputs, month: date) -> pl.DataFrame:
     """Per cluster: workload idle cost and infra idle cost of ``month`` (priced per model at
     the dated list prices, ``reports.pricing``)."""
     models = inputs.models.filter(pl.col("month") == month)
-    return models.group_by("cluster").agg(
-        pl.col("workload_idle_cost").sum(), pl.col("infra_idle_cost").sum()
-    )
+    return models.group_by("cluster").agg(pl.col("workload_idle_cost").sum(), pl.col("infra_idle_cost").sum())
 
 
 def headline_frame(inputs: ReviewInputs, month: date) -> pl.DataFrame:
@@ -42,9 +40,7 @@ def headline_frame(inputs: ReviewInputs, month: date) -> pl.DataFrame:
             _ratio("active_gpu_hours", "allocated_gpu_hours").alias("active_share"),
             pl.col("idle_gpu_hours").alias("workload_idle_gpu_hours"),
             "workload_idle_cost",
-            (pl.col("capacity_gpu_hours") - pl.col("allocated_gpu_hours")).alias(
-                "infra_idle_gpu_hours"
-            ),
+            (pl.col("capacity_gpu_hours") - pl.col("allocated_gpu_hours")).alias("infra_idle_gpu_hours"),
             "infra_idle_cost",
             "job_count",
             pl.col("queue_seconds_p50").alias("queue_p50_s"),
@@ -83,18 +79,16 @@ HEADLINE_ROWS: tuple[tuple[str, str, Callable[[Any], str], Callable[[Any, Any], 
     ("capacity_gpu_hours", "capacity (GPU-hours)", fmt_hours, amount(fmt=fmt_hours)),
     ("allocated_share", "allocated (% of capacity)", fmt_pct, delta_points),
     ("active_share", "active (% of allocated)", fmt_pct, delta_points),
-    ("workload_idle_gpu_hours", "workload idle: allocated, not active (GPU-hours)", fmt_hours,
-     amount(fmt=fmt_hours)),
+    ("workload_idle_gpu_hours", "workload idle: allocated, not active (GPU-hours)", fmt_hours, amount(fmt=fmt_hours)),
     ("workload_idle_cost", "workload idle cost ({currency})", fmt_money, amount(fmt=fmt_money)),
-    ("infra_idle_gpu_hours", "infra idle: capacity − allocated (GPU-hours)", fmt_hours,
-     amount(fmt=fmt_hours)),
+    ("infra_idle_gpu_hours", "infra idle: capacity − allocated (GPU-hours)", fmt_hours, amount(fmt=fmt_hours)),
     ("infra_idle_cost", "infra idle cost ({currency})", fmt_money, amount(fmt=fmt_money)),
     ("job_count", "jobs", fmt_int, amount(fmt=fmt_int)),
     ("queue_p50_s", "queue time p50 (min)", fmt_minutes, delta_minutes),
     ("queue_p95_s", "queue time p95 (min)", fmt_minutes, delta_minutes),
     ("sample_coverage", "sample coverage (%)", fmt_pct, delta_points),
     ("jobs_without_samples", "jobs without samples", fmt_int, amount(fmt=fmt_int)),
-)  # fmt: skip
+)
 
 
 def headline_table(inputs: ReviewInputs) -> pl.DataFrame:

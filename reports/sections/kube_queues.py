@@ -15,7 +15,8 @@ fmt_one = partial(fmt_float, decimals=1)
 def queue_columns(multi_cluster: bool) -> list[Column]:
     cluster = [Column("cluster", "cluster")] if multi_cluster else []
     return cluster + [
-        Column("queue", "queue", wrap=True), Column("queue_kind", "kind"),
+        Column("queue", "queue", wrap=True),
+        Column("queue_kind", "kind"),
         Column("admitted_workloads", "admitted", fmt_int, True),
         Column("admission_wait_p50_seconds", "wait p50 (s)", fmt_one, True),
         Column("admission_wait_p95_seconds", "wait p95 (s)", fmt_one, True),
@@ -27,7 +28,7 @@ def queue_columns(multi_cluster: bool) -> list[Column]:
         Column("borrowed_gpu_hours", "borrowed GPU-hours", fmt_one, True),
         Column("scheduled_jobs", "Volcano jobs", fmt_int, True),
         Column("scheduling_duration_mean_seconds", "Volcano scheduling mean (s)", fmt_one, True),
-    ]  # fmt: skip
+    ]
 
 
 def kube_queues_section(queues: pl.DataFrame) -> Section | None:

@@ -10,8 +10,16 @@ import polars as pl
 from reports import figures
 from reports.data import ReviewInputs
 from reports.html import (
-    Column, Section, figure_html, fmt_datetime, fmt_float, fmt_int, fmt_pct, fmt_trimmed, table,
-)  # fmt: skip
+    Column,
+    Section,
+    figure_html,
+    fmt_datetime,
+    fmt_float,
+    fmt_int,
+    fmt_pct,
+    fmt_trimmed,
+    table,
+)
 
 TOP_JOBS = 20
 fmt_hours = partial(fmt_float, decimals=1)
@@ -93,17 +101,22 @@ def coverage_frame(inputs: ReviewInputs) -> pl.DataFrame:
     gpus = inputs.hourly.group_by("cluster").agg(
         (pl.col("n_samples").sum() / pl.col("expected_samples").sum()).clip(upper_bound=1.0).alias("gpu_coverage")
     )
-    unsampled = inputs.jobs.filter(pl.col("n_samples").fill_null(0) == 0).group_by("cluster").agg(
-        pl.col("gpu_hours").sum().alias("unsampled_gpu_hours")
+    unsampled = (
+        inputs.jobs.filter(pl.col("n_samples").fill_null(0) == 0)
+        .group_by("cluster")
+        .agg(pl.col("gpu_hours").sum().alias("unsampled_gpu_hours"))
     )
     return (
         inputs.this_month(inputs.clusters)
         .select("cluster", "job_count", "sample_coverage", "jobs_without_samples")
-        .join(gpus, on="cluster", how="left").join(unsampled, on="cluster", how="left")
-        .with_columns(pl.col("unsampled_gpu_hours").fill_null(0.0),
-                      pl.when(pl.col("gpu_coverage").is_finite()).then(pl.col("gpu_coverage")))
+        .join(gpus, on="cluster", how="left")
+        .join(unsampled, on="cluster", how="left")
+        .with_columns(
+            pl.col("unsampled_gpu_hours").fill_null(0.0),
+            pl.when(pl.col("gpu_coverage").is_finite()).then(pl.col("gpu_coverage")),
+        )
         .sort("cluster")
-    )  # fmt: skip
+    )
 
 
 COVERAGE_COLUMNS = [

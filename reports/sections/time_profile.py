@@ -21,10 +21,12 @@ def _shares(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
             (pl.col("active_seconds").sum() / pl.col("allocated_seconds").sum()).alias("active_of_allocated"),
             (capacity / 3600).alias("capacity_gpu_hours"),
         )
-        .with_columns(pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c)
-                      for c in ("allocated_share", "active_share", "active_of_allocated"))
+        .with_columns(
+            pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c)
+            for c in ("allocated_share", "active_share", "active_of_allocated")
+        )
         .sort(by)
-    )  # fmt: skip
+    )
 
 
 def _with_time_parts(hourly: pl.DataFrame) -> pl.DataFrame:
@@ -45,10 +47,13 @@ def weekday_hour_frame(hourly: pl.DataFrame) -> pl.DataFrame:
 def day_night_frame(hourly: pl.DataFrame) -> pl.DataFrame:
     """Allocated and active shares in weekday daytime, weekday night and at the weekend."""
     parts = _with_time_parts(hourly).with_columns(
-        pl.when(pl.col("weekday") >= 6).then(pl.lit("3 weekend"))
-        .when(pl.col("hour_of_day").is_between(DAY_START, DAY_END, closed="left")).then(pl.lit("1 weekday day"))
-        .otherwise(pl.lit("2 weekday night")).alias("period")
-    )  # fmt: skip
+        pl.when(pl.col("weekday") >= 6)
+        .then(pl.lit("3 weekend"))
+        .when(pl.col("hour_of_day").is_between(DAY_START, DAY_END, closed="left"))
+        .then(pl.lit("1 weekday day"))
+        .otherwise(pl.lit("2 weekday night"))
+        .alias("period")
+    )
     return _shares(parts, ["period"]).with_columns(pl.col("period").str.slice(2))
 
 

@@ -8,8 +8,8 @@ import polars as pl
 
 from reports.costs import unpriced_models
 from reports.data import ReviewInputs
-from reports.pricing import priced_sum
 from reports.html import Column, Section, fmt_float, fmt_int, fmt_minutes, fmt_pct, table
+from reports.pricing import priced_sum
 
 fmt_hours = partial(fmt_float, decimals=1)
 fmt_money = partial(fmt_float, decimals=2)
@@ -32,42 +32,51 @@ def _job_measures() -> list[pl.Expr]:
 def partition_frame(inputs: ReviewInputs) -> pl.DataFrame:
     """Per cluster and partition: jobs, GPU-hours, cost, utilization, idle, queue times."""
     return (
-        inputs.jobs.group_by("cluster", "partition_name").agg(_job_measures())
+        inputs.jobs.group_by("cluster", "partition_name")
+        .agg(_job_measures())
         .with_columns(pl.when(pl.col("utilization").is_finite()).then(pl.col("utilization")))
         .sort(["cluster", "gpu_hours", "partition_name"], descending=[False, True, False], nulls_last=True)
-    )  # fmt: skip
+    )
 
 
 def model_frame(inputs: ReviewInputs) -> pl.DataFrame:
     """Per cluster and GPU model: capacity and allocation (from the hourly fact) beside the
     jobs' GPU-hours, cost and utilization."""
-    capacity = inputs.this_month(inputs.models).group_by("cluster", "gpu_model").agg(
-        pl.col("capacity_gpu_hours").sum(), pl.col("allocated_gpu_hours").sum()
+    capacity = (
+        inputs.this_month(inputs.models)
+        .group_by("cluster", "gpu_model")
+        .agg(pl.col("capacity_gpu_hours").sum(), pl.col("allocated_gpu_hours").sum())
     )
     jobs = inputs.jobs.group_by("cluster", "gpu_model").agg(_job_measures())
     return (
         capacity.join(jobs, on=["cluster", "gpu_model"], how="full", coalesce=True, nulls_equal=True)
         .with_columns(
             pl.when(pl.col("capacity_gpu_hours") > 0)
-            .then(pl.col("allocated_gpu_hours") / pl.col("capacity_gpu_hours")).alias("allocated_share"),
+            .then(pl.col("allocated_gpu_hours") / pl.col("capacity_gpu_hours"))
+            .alias("allocated_share"),
             pl.when(pl.col("utilization").is_finite()).then(pl.col("utilization")),
         )
         .sort(["cluster", "gpu_model"], nulls_last=True)
-    )  # fmt: skip
+    )
 
 
 def _columns(inputs: ReviewInputs, first: list[Column]) -> list[Column]:
     currency = inputs.settings.currency or "currency"
     cluster = [Column("cluster", "cluster")] if inputs.multi_cluster else []
-    return cluster + first + [
-        Column("job_count", "jobs", fmt_int, True), Column("gpu_hours", "GPU-hours", fmt_hours, True),
-        Column("cost", f"cost ({currency})", fmt_money, True),
-        Column("utilization", "utilization (%)", fmt_pct, True),
-        Column("idle_gpu_hours", "idle GPU-hours", fmt_hours, True),
-        Column("idle_cost", f"idle cost ({currency})", fmt_money, True),
-        Column("queue_seconds_p50", "queue p50 (min)", fmt_minutes, True),
-        Column("queue_seconds_p95", "queue p95 (min)", fmt_minutes, True),
-    ]  # fmt: skip
+    return (
+        cluster
+        + first
+        + [
+            Column("job_count", "jobs", fmt_int, True),
+            Column("gpu_hours", "GPU-hours", fmt_hours, True),
+            Column("cost", f"cost ({currency})", fmt_money, True),
+            Column("utilization", "utilization (%)", fmt_pct, True),
+            Column("idle_gpu_hours", "idle GPU-hours", fmt_hours, True),
+            Column("idle_cost", f"idle cost ({currency})", fmt_money, True),
+            Column("queue_seconds_p50", "queue p50 (min)", fmt_minutes, True),
+            Column("queue_seconds_p95", "queue p95 (min)", fmt_minutes, True),
+        ]
+    )
 
 
 def partitions_section(inputs: ReviewInputs) -> Section:
@@ -83,10 +92,12 @@ def scheduler_frame(inputs: ReviewInputs) -> pl.DataFrame:
     summed = jobs.group_by("cluster").agg(_job_measures()).with_columns(scheduler=pl.lit("all"))
     return (
         pl.concat([per_scheduler, summed.select(per_scheduler.columns)])
-        .with_columns(pl.when(pl.col("utilization").is_finite()).then(pl.col("utilization")),
-                      _last=pl.col("scheduler") == "all")
-        .sort("cluster", "_last", "scheduler").drop("_last")
-    )  # fmt: skip
+        .with_columns(
+            pl.when(pl.col("utilization").is_finite()).then(pl.col("utilization")), _last=pl.col("scheduler") == "all"
+        )
+        .sort("cluster", "_last", "scheduler")
+        .drop("_last")
+    )
 
 
 def schedulers_section(inputs: ReviewInputs) -> Section | None:

@@ -1,14 +1,13 @@
 """Every corpus case, and docs/bad-input.md rendered from them.
 
-    .venv/bin/python -m tests.corpus.catalog    # rewrites docs/bad-input.md
+.venv/bin/python -m tests.corpus.catalog    # rewrites docs/bad-input.md
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.corpus import OUTCOMES, SOURCES, Case
-from tests.corpus import config, kube, prometheus, sacct
+from tests.corpus import OUTCOMES, SOURCES, Case, config, kube, prometheus, sacct
 
 CASES: list[Case] = [*sacct.CASES, *prometheus.CASES, *kube.CASES, *config.CASES]
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "bad-input.md"
@@ -55,8 +54,9 @@ def case_rows(cases: list[Case]) -> list[str]:
 
 def page(cases: list[Case] = CASES) -> str:
     table = ["| case | source | input | outcome | expected |", "|---|---|---|---|---|", *case_rows(cases)]
-    return "\n".join([INTRO, "## Cases by source and outcome", "", *_summary(cases), "", "## The cases", "",
-                      *table, ""])
+    return "\n".join(
+        [INTRO, "## Cases by source and outcome", "", *_summary(cases), "", "## The cases", "", *table, ""]
+    )
 
 
 if __name__ == "__main__":

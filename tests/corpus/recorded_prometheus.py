@@ -46,8 +46,9 @@ def success(data: object) -> bytes:
 
 
 def matrix(result: list[tuple[dict[str, str], list[tuple[float, str]]]]) -> bytes:
-    series = [{"metric": dict(sorted(labels.items())), "values": [[t, v] for t, v in values]}
-              for labels, values in result]
+    series = [
+        {"metric": dict(sorted(labels.items())), "values": [[t, v] for t, v in values]} for labels, values in result
+    ]
     return success({"resultType": "matrix", "result": series})
 
 
@@ -62,13 +63,21 @@ class Recorded:
             return special
         if path == "/api/v1/series":
             start, end = float(params["start"]), float(params["end"])
-            return 200, success([dict(sorted(s.labels.items())) for s in self.series if matches(query, s.labels)
-                                 and any(start <= t <= end for t, _ in s.samples)])
+            return 200, success(
+                [
+                    dict(sorted(s.labels.items()))
+                    for s in self.series
+                    if matches(query, s.labels) and any(start <= t <= end for t, _ in s.samples)
+                ]
+            )
         range_ms = int(_SELECTOR.match(query).group(3))
         end = float(params["time"])
         start = end - range_ms / 1000
-        picked = [(s.labels, [(t, v) for t, v in s.samples if start <= t <= end])
-                  for s in self.series if matches(query.rsplit("[", 1)[0], s.labels)]
+        picked = [
+            (s.labels, [(t, v) for t, v in s.samples if start <= t <= end])
+            for s in self.series
+            if matches(query.rsplit("[", 1)[0], s.labels)
+        ]
         return 200, matrix([(labels, values) for labels, values in picked if values])
 
 

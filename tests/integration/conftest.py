@@ -9,8 +9,8 @@ session per (files, arguments) and stopped at its end.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
 import shutil
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -27,6 +27,7 @@ def prometheus_with(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promet
     blocks: dict[tuple[str, ...], Path] = {}
 
     with ExitStack() as stack:
+
         def start(om_files: Sequence[Path | str], extra_args: Sequence[str] = ()) -> str:
             files = tuple(str(Path(f).resolve()) for f in om_files)
             if files not in blocks:

@@ -28,9 +28,27 @@ FIELDS_PER_SAMPLE_ROW = 10  # every simulated whole-GPU row carries all ten DCGM
 def test_bench_ingest_small(tmp_path: Path) -> None:
     workdir = tmp_path / "bench"
     done = subprocess.run(
-        [sys.executable, "-m", "cardhours.cli", "bench", "ingest", "--gpus", str(GPUS), "--hours", str(HOURS),
-         "--step", str(STEP), "--workdir", str(workdir), "--rounds", "1"],
-        capture_output=True, text=True, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            "cardhours.cli",
+            "bench",
+            "ingest",
+            "--gpus",
+            str(GPUS),
+            "--hours",
+            str(HOURS),
+            "--step",
+            str(STEP),
+            "--workdir",
+            str(workdir),
+            "--rounds",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
     last = done.stdout.strip().splitlines()[-1]
     result = json.loads(last)
@@ -45,8 +63,9 @@ def test_bench_ingest_small(tmp_path: Path) -> None:
     assert "each round's ours / the raw fetch right after it: median " in done.stdout
     # ours and raw keep the same number of requests in flight: the server runs on this machine,
     # so as many as the reader's CPUs, at most 4 (max_parallel_requests is unset)
-    flight = {row.split("│")[1].strip(): row.split("│")[6].strip() for row in done.stdout.splitlines()
-              if row.startswith("│ ")}
+    flight = {
+        row.split("│")[1].strip(): row.split("│")[6].strip() for row in done.stdout.splitlines() if row.startswith("│ ")
+    }
     assert flight == {"ours": str(min(4, usable_cpus())), "raw": str(min(4, usable_cpus())), "client": "1"}
 
 
@@ -57,8 +76,12 @@ def test_cpu_model_is_the_extra_reader_cpu_over_the_busy_cpu() -> None:
 
 
 def test_bench_ingest_refuses_bad_options() -> None:
-    done = subprocess.run([sys.executable, "-m", "cardhours.cli", "bench", "ingest", "--gpus", "4"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "cardhours.cli", "bench", "ingest", "--gpus", "4"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert "--gpus" in done.stderr
 
@@ -66,25 +89,62 @@ def test_bench_ingest_refuses_bad_options() -> None:
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to give the server one of its own")
 def test_bench_ingest_with_the_server_on_cpus_of_its_own(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "cardhours.cli", "bench", "ingest", "--gpus", "8", "--hours", "1",
-         "--step", str(STEP), "--workdir", str(tmp_path / "bench"), "--rounds", "1", "--server-cpus", "1"],
-        capture_output=True, text=True, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            "cardhours.cli",
+            "bench",
+            "ingest",
+            "--gpus",
+            "8",
+            "--hours",
+            "1",
+            "--step",
+            str(STEP),
+            "--workdir",
+            str(tmp_path / "bench"),
+            "--rounds",
+            "1",
+            "--server-cpus",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
     cpus = sorted(os.sched_getaffinity(0))
     readers = ", ".join(map(str, cpus[1:]))
     assert f"server pinned to CPU(s) {cpus[0]}, the timed readers to CPU(s) {readers}" in done.stdout
     assert "CPU model" not in done.stdout  # it models a server sharing the readers' CPUs
-    flight = {row.split("│")[1].strip(): row.split("│")[6].strip() for row in done.stdout.splitlines()
-              if row.startswith("│ ")}
+    flight = {
+        row.split("│")[1].strip(): row.split("│")[6].strip() for row in done.stdout.splitlines() if row.startswith("│ ")
+    }
     assert flight["ours"] == flight["raw"] == str(min(4, len(cpus) - 1))  # the readers' CPUs, at most 4
     assert set(json.loads(done.stdout.strip().splitlines()[-1])) == {"ours_s", "raw_fetch_s", "client_df_s", "samples"}
 
 
 def test_server_cpus_beyond_the_machine_are_refused(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "cardhours.cli", "bench", "ingest", "--gpus", "8", "--hours", "1",
-         "--workdir", str(tmp_path / "bench"), "--server-cpus", str(len(os.sched_getaffinity(0)))],
-        capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "cardhours.cli",
+            "bench",
+            "ingest",
+            "--gpus",
+            "8",
+            "--hours",
+            "1",
+            "--workdir",
+            str(tmp_path / "bench"),
+            "--server-cpus",
+            str(len(os.sched_getaffinity(0))),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1
     said = " ".join((done.stdout + done.stderr).split())
     assert "--server-cpus" in said and "the reader at least one of its own" in said

@@ -36,8 +36,9 @@ TABLES = [
 
 
 def cli(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "cardhours.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", "cardhours.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
     return done
 
@@ -50,8 +51,12 @@ def run_normally(config: Path) -> None:
     with DagsterInstance.ephemeral() as instance:
         for i in range(DAYS):
             _execute(definitions.resolve_job_def("daily_ingest"), (START + timedelta(days=i)).isoformat(), instance)
-        _execute(definitions.resolve_job_def("monthly_review"), START.isoformat(), instance,
-                 {"ops": {GATE_STEP: {"config": {"accept_gaps": f"the bench lands {DAYS} days"}}}})
+        _execute(
+            definitions.resolve_job_def("monthly_review"),
+            START.isoformat(),
+            instance,
+            {"ops": {GATE_STEP: {"config": {"accept_gaps": f"the bench lands {DAYS} days"}}}},
+        )
 
 
 def digests(database: Path) -> dict[str, tuple[int, str]]:
@@ -71,8 +76,9 @@ def digests(database: Path) -> dict[str, tuple[int, str]]:
 
 def test_bench_marts_tiny_matches_a_normal_run(tmp_path: Path) -> None:
     workdir = tmp_path / "bench"
-    done = cli("bench", "marts", "--gpus", str(GPUS), "--days", str(DAYS), "--step", str(STEP),
-               "--workdir", str(workdir))
+    done = cli(
+        "bench", "marts", "--gpus", str(GPUS), "--days", str(DAYS), "--step", str(STEP), "--workdir", str(workdir)
+    )
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(result) == {"samples", "seconds", "peak_rss_gb"}
     assert result["samples"] == GPUS * DAYS * 86400 // STEP  # whole GPUs only at this size
@@ -81,14 +87,42 @@ def test_bench_marts_tiny_matches_a_normal_run(tmp_path: Path) -> None:
 
     sacct = workdir / "sim" / "sacct.txt"
     simulated = sacct.stat().st_mtime_ns
-    again = cli("bench", "marts", "--gpus", str(GPUS), "--days", str(DAYS), "--step", str(STEP),
-                "--workdir", str(workdir), "--no-compare-joins")
+    again = cli(
+        "bench",
+        "marts",
+        "--gpus",
+        str(GPUS),
+        "--days",
+        str(DAYS),
+        "--step",
+        str(STEP),
+        "--workdir",
+        str(workdir),
+        "--no-compare-joins",
+    )
     assert sacct.stat().st_mtime_ns == simulated  # the landed data is reused, not simulated again
     assert json.loads(again.stdout.strip().splitlines()[-1])["samples"] == result["samples"]
 
     normal = tmp_path / "normal"
-    cli("simulate", "--out", str(normal), "--gpus", str(GPUS), "--days", str(DAYS), "--start", START.isoformat(),
-        "--seed", str(SEED), "--step", str(STEP), "--metrics-format", "parquet", "--cluster", CLUSTER)
+    cli(
+        "simulate",
+        "--out",
+        str(normal),
+        "--gpus",
+        str(GPUS),
+        "--days",
+        str(DAYS),
+        "--start",
+        START.isoformat(),
+        "--seed",
+        str(SEED),
+        "--step",
+        str(STEP),
+        "--metrics-format",
+        "parquet",
+        "--cluster",
+        CLUSTER,
+    )
     run_normally(normal / "cardhours.toml")
     bench = digests(workdir / "sim" / "cardhours.duckdb")
     assert all(rows > 0 for rows, _ in bench.values())

@@ -41,8 +41,26 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     root = tmp_path_factory.mktemp("chargeback")
     runner = CliRunner()
-    result = runner.invoke(app, ["simulate", "--out", str(root), "--gpus", "16", "--days", "31", "--start",
-                                 "2026-10-01", "--seed", "11", "--step", "300", "--metrics-format", "parquet"])
+    result = runner.invoke(
+        app,
+        [
+            "simulate",
+            "--out",
+            str(root),
+            "--gpus",
+            "16",
+            "--days",
+            "31",
+            "--start",
+            "2026-10-01",
+            "--seed",
+            "11",
+            "--step",
+            "300",
+            "--metrics-format",
+            "parquet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     config = root / "cardhours.toml"
     text = config.read_text().replace("[rates]\n", '[rates]\nidle_capacity = "proportional"\n', 1)
@@ -72,20 +90,34 @@ def test_a_close_while_a_run_holds_the_warehouse_is_refused(sim: dict) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "400"}
     command = [sys.executable, "-m", "cardhours.cli"]
     config = str(sim["config"])
-    run = subprocess.Popen([*command, "run", "--config", config, "--month", MONTH], cwd=ROOT, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [*command, "run", "--config", config, "--month", MONTH],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         holder = _wait_for_holder(lock_path(sim["database"]), run)
         assert holder["what"] == f"cardhours run --month {MONTH}" and holder["pid"] == run.pid
-        close = subprocess.run([*command, "close", "--config", config, "--month", MONTH], cwd=ROOT, env=env,
-                               capture_output=True, text=True, timeout=300)
+        close = subprocess.run(
+            [*command, "close", "--config", config, "--month", MONTH],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert run.poll() is None  # the run was still going when the close was refused
     finally:
         out, err = run.communicate(timeout=900)
     assert run.returncode == 0, err
     assert close.returncode == 75, close.stderr
-    assert (f"not closed: warehouse {sim['database']} is busy: cardhours run --month {MONTH} since {holder['since']}, "
-            f"PID {run.pid} on {socket.gethostname()}; wait for it to finish and try again") in close.stderr
+    assert (
+        f"not closed: warehouse {sim['database']} is busy: cardhours run --month {MONTH} since {holder['since']}, "
+        f"PID {run.pid} on {socket.gethostname()}; wait for it to finish and try again"
+    ) in close.stderr
     assert "Traceback" not in close.stderr
     assert _read(sim["database"], "SELECT count(*) AS n FROM marts.chargeback_closed_months")["n"][0] == 0
 
@@ -105,8 +137,9 @@ def test_close_then_fixed_mapping_gives_corrections_in_the_next_month(sim: dict)
     closed = runner.invoke(app, ["close", "--config", str(sim["config"]), "--month", MONTH])
     assert closed.exit_code == 0, closed.output
     head = closed.output.split("head hash: ", 1)[1].split()[0]
-    check = subprocess.run(["sha256sum", "-c", "MANIFEST.sha256"], cwd=sim["root"] / "reports" / MONTH,
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        ["sha256sum", "-c", "MANIFEST.sha256"], cwd=sim["root"] / "reports" / MONTH, capture_output=True, text=True
+    )
     assert check.returncode == 0 and check.stdout.count(": OK") == 3
     frozen = _read(database, "SELECT * FROM marts.chargeback_ledger ORDER BY ALL")
     unmapped = frozen.filter(pl.col("SubAccountId") == "unmapped")["BilledCost"].sum()

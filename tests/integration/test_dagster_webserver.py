@@ -72,7 +72,10 @@ def test_webserver_lists_asset_keys(tmp_path: Path) -> None:
     log = (tmp_path / "webserver.log").open("w")
     process = subprocess.Popen(
         [str(webserver), "-h", "127.0.0.1", "-p", str(port), "-m", "pipelines.definitions"],
-        env=_env(tmp_path), cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         _wait_until_up(port, process)
@@ -85,7 +88,7 @@ def test_webserver_lists_asset_keys(tmp_path: Path) -> None:
             time.sleep(1)
         keys = {tuple(node["assetKey"]["path"]) for node in nodes}
         assert EXPECTED_KEYS <= keys, (keys, (tmp_path / "webserver.log").read_text()[-3000:])
-        jobs = _graphql(port, '{ repositoriesOrError { ... on RepositoryConnection { nodes { jobs { name } } } } }')
+        jobs = _graphql(port, "{ repositoriesOrError { ... on RepositoryConnection { nodes { jobs { name } } } } }")
         names = {job["name"] for repo in jobs["data"]["repositoriesOrError"]["nodes"] for job in repo["jobs"]}
         assert {"daily_ingest", "monthly_review"} <= names
     finally:
@@ -101,6 +104,10 @@ def test_definitions_validate(tmp_path: Path) -> None:
     dagster = Path(sys.executable).with_name("dagster")
     done = subprocess.run(
         [str(dagster), "definitions", "validate", "-m", "pipelines.definitions"],
-        env=_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -37,8 +37,12 @@ def _pick(lines: list[bytes], taken: set[bytes], min_hours: float) -> int:
         if b"." in fields["JobID"] or fields["JobIDRaw"] in taken or fields["State"] != b"COMPLETED":
             continue
         start, end = (datetime.strptime(fields[k].decode(), TIME) for k in ("Start", "End"))
-        if start.month == end.month == 10 and (end - start).total_seconds() >= min_hours * 3600 \
-                and b"g.1" not in fields["AllocTRES"] and b"gres/gpu=" in fields["AllocTRES"]:
+        if (
+            start.month == end.month == 10
+            and (end - start).total_seconds() >= min_hours * 3600
+            and b"g.1" not in fields["AllocTRES"]
+            and b"gres/gpu=" in fields["AllocTRES"]
+        ):
             taken.add(fields["JobIDRaw"])
             return index
     raise AssertionError("no suitable job in the simulated sacct file")
@@ -52,14 +56,34 @@ def _gpus(fields: dict[bytes]) -> int:
 def dirty(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("dirty")
     runner = CliRunner()
-    sim = runner.invoke(app, ["simulate", "--out", str(root), "--gpus", "16", "--days", "31", "--start",
-                              "2026-10-01", "--seed", "5", "--step", "300", "--metrics-format", "parquet"])
+    sim = runner.invoke(
+        app,
+        [
+            "simulate",
+            "--out",
+            str(root),
+            "--gpus",
+            "16",
+            "--days",
+            "31",
+            "--start",
+            "2026-10-01",
+            "--seed",
+            "5",
+            "--step",
+            "300",
+            "--metrics-format",
+            "parquet",
+        ],
+    )
     assert sim.exit_code == 0, sim.output
     path = root / "sacct.txt"
     header, *lines = path.read_bytes().rstrip(b"\n").split(b"\n")
     taken: set[bytes] = set()
-    chosen = {kind: _pick(lines, taken, hours) for kind, hours in
-              (("pipe", 1), ("latin1", 1), ("runaway", 3), ("backwards", 1))}
+    chosen = {
+        kind: _pick(lines, taken, hours)
+        for kind, hours in (("pipe", 1), ("latin1", 1), ("runaway", 3), ("backwards", 1))
+    }
     original = {kind: _fields(lines[index]) for kind, index in chosen.items()}
     edited = {kind: dict(fields) for kind, fields in original.items()}
     edited["pipe"]["JobName"] = b"a|b||c"
@@ -79,16 +103,25 @@ def dirty(tmp_path_factory: pytest.TempPathFactory) -> dict:
     finally:
         conn.close()
     review = (root / "reports" / MONTH / "review.html").read_text()
-    return {"original": original, "usage": usage, "quarantine": quarantine, "staged": staged,
-            "review": review, "output": result.output}
+    return {
+        "original": original,
+        "usage": usage,
+        "quarantine": quarantine,
+        "staged": staged,
+        "review": review,
+        "output": result.output,
+    }
 
 
 def _billed(dirty: dict, kind: str) -> pl.DataFrame:
     """The regular charge lines of the run (a requeued job id has other runs, told apart by start)."""
     fields = dirty["original"][kind]
     start = datetime.strptime(fields["Start"].decode(), TIME)
-    return dirty["usage"].filter((pl.col("job_id_raw") == fields["JobIDRaw"].decode())
-                                 & (pl.col("start_time") == start) & pl.col("charge_class").is_null())
+    return dirty["usage"].filter(
+        (pl.col("job_id_raw") == fields["JobIDRaw"].decode())
+        & (pl.col("start_time") == start)
+        & pl.col("charge_class").is_null()
+    )
 
 
 def _hours(fields: dict[str, bytes]) -> float:
@@ -101,7 +134,8 @@ def test_a_job_named_with_pipes_is_billed_its_gpu_hours(dirty: dict) -> None:
     assert billed["gpu_hours"].cast(pl.Float64).sum() == pytest.approx(_hours(dirty["original"]["pipe"]), abs=1e-6)
     fields = dirty["original"]["pipe"]
     run = (pl.col("job_id_raw") == fields["JobIDRaw"].decode()) & (
-        pl.col("start_time") == datetime.strptime(fields["Start"].decode(), TIME))
+        pl.col("start_time") == datetime.strptime(fields["Start"].decode(), TIME)
+    )
     assert dirty["staged"].filter(run)["job_name"].to_list() == ["a|b||c"]
 
 
@@ -123,8 +157,13 @@ def test_a_runaway_cancelled_job_is_billed_no_more_than_its_time_limit_and_shown
 def test_a_backwards_job_is_quarantined_and_the_month_still_builds(dirty: dict) -> None:
     fields = dirty["original"]["backwards"]
     job = fields["JobIDRaw"].decode()
-    assert dirty["usage"].filter((pl.col("job_id_raw") == job) & (pl.col("start_time") == datetime.strptime(
-        fields["Start"].decode(), TIME))).is_empty()
+    assert (
+        dirty["usage"]
+        .filter(
+            (pl.col("job_id_raw") == job) & (pl.col("start_time") == datetime.strptime(fields["Start"].decode(), TIME))
+        )
+        .is_empty()
+    )
     reasons = dirty["quarantine"].filter(pl.col("reason").str.starts_with("END_BEFORE_START"))
     assert reasons["reason"].unique().to_list() == [
         f"END_BEFORE_START: End {fields['Start'].decode()} is before Start {fields['End'].decode()}"

@@ -39,8 +39,26 @@ TABLES = [
 def month_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("e2e")
     runner = CliRunner()
-    sim = runner.invoke(app, ["simulate", "--out", str(root / "sim"), "--gpus", "16", "--days", "31",
-                              "--start", "2026-10-01", "--seed", "11", "--step", "300", "--metrics-format", "parquet"])
+    sim = runner.invoke(
+        app,
+        [
+            "simulate",
+            "--out",
+            str(root / "sim"),
+            "--gpus",
+            "16",
+            "--days",
+            "31",
+            "--start",
+            "2026-10-01",
+            "--seed",
+            "11",
+            "--step",
+            "300",
+            "--metrics-format",
+            "parquet",
+        ],
+    )
     assert sim.exit_code == 0, sim.output
     config = root / "sim" / "cardhours.toml"
     first = runner.invoke(app, ["run", "--config", str(config), "--month", MONTH])
@@ -167,7 +185,9 @@ def test_cluster_headline_is_consistent(month_run: dict) -> None:
     assert cluster["month"] == date(2026, 10, 1)
     assert cluster["capacity_gpu_hours"] == pytest.approx(16 * 31 * 24)
     assert 0.2 < cluster["allocation_ratio"] < 1.0
-    assert cluster["allocated_gpu_hours"] + cluster["infra_idle_gpu_hours"] == pytest.approx(cluster["capacity_gpu_hours"])
+    assert cluster["allocated_gpu_hours"] + cluster["infra_idle_gpu_hours"] == pytest.approx(
+        cluster["capacity_gpu_hours"]
+    )
 
 
 @pytest.mark.integration

@@ -17,8 +17,8 @@ import polars as pl
 import pytest
 
 from cardhours.config.policy import FlagsConfig
-from cardhours.sources.sacct import parse_sacct_text
 from cardhours.schemas import SACCT_FIELDS
+from cardhours.sources.sacct import parse_sacct_text
 from reports.flagged_jobs_csv import flagged_jobs_csv
 from tests.fixtures import h200
 from transforms.fct_job_flags import fct_job_flags
@@ -35,14 +35,27 @@ pytestmark = pytest.mark.integration
 PERIOD = (datetime(2026, 11, 1), datetime(2026, 12, 1))
 MONTH = date(2026, 11, 1)
 H200_MIB = h200.device()["memory_total"] // 2**20  # 143771: the inventory's gpu_memory_mib
-ACCOUNTS = pl.DataFrame({
-    "cluster": [h200.CLUSTER], "account": ["physics"], "department": ["phys"],
-    "department_name": ["Physics"], "division": ["sci"], "division_name": ["Science"],
-})
-INVENTORY = pl.DataFrame({
-    "cluster": [h200.CLUSTER], "hostname": [h200.HOSTNAME], "gpu": [0], "gpu_model": ["H200"],
-    "gpu_i_profile": [None], "memory_mib": [H200_MIB],
-}, schema_overrides={"gpu": pl.Int16, "gpu_i_profile": pl.String, "memory_mib": pl.Int64})
+ACCOUNTS = pl.DataFrame(
+    {
+        "cluster": [h200.CLUSTER],
+        "account": ["physics"],
+        "department": ["phys"],
+        "department_name": ["Physics"],
+        "division": ["sci"],
+        "division_name": ["Science"],
+    }
+)
+INVENTORY = pl.DataFrame(
+    {
+        "cluster": [h200.CLUSTER],
+        "hostname": [h200.HOSTNAME],
+        "gpu": [0],
+        "gpu_model": ["H200"],
+        "gpu_i_profile": [None],
+        "memory_mib": [H200_MIB],
+    },
+    schema_overrides={"gpu": pl.Int16, "gpu_i_profile": pl.String, "memory_mib": pl.Int64},
+)
 
 
 def slurm_ids() -> dict[str, str]:
@@ -64,11 +77,32 @@ def sacct_text() -> str:
         end = job["end"].replace(microsecond=0) + timedelta(seconds=1 if job["end"].microsecond else 0)
         tres = "billing=1,cpu=8,gres/gpu:h200=1,gres/gpu=1,node=1"
         jid = ids[job["job_id"]]
-        lines.append("|".join([
-            jid, jid, job["kind"], "alice", "physics", "gpu", "normal", "COMPLETED", "0:0",
-            stamp(start), stamp(start), stamp(start), stamp(end), str(int((end - start).total_seconds())),
-            "01:00:00", "1", h200.HOSTNAME, tres, tres, h200.CLUSTER,
-        ]))
+        lines.append(
+            "|".join(
+                [
+                    jid,
+                    jid,
+                    job["kind"],
+                    "alice",
+                    "physics",
+                    "gpu",
+                    "normal",
+                    "COMPLETED",
+                    "0:0",
+                    stamp(start),
+                    stamp(start),
+                    stamp(start),
+                    stamp(end),
+                    str(int((end - start).total_seconds())),
+                    "01:00:00",
+                    "1",
+                    h200.HOSTNAME,
+                    tres,
+                    tres,
+                    h200.CLUSTER,
+                ]
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -89,16 +123,28 @@ def flags_and_usage() -> tuple[pl.DataFrame, pl.DataFrame]:
     with connect(":memory:") as conn:
         replace_partition(conn, "staging.stg_slurm__jobs", jobs.with_columns(month=pl.lit(MONTH)), {"month": MONTH})
         for day in minutely.get_column("day").unique().to_list():
-            replace_partition(conn, "staging.stg_dcgm__gpu_minutely", minutely.filter(pl.col("day") == day), {"day": day})
+            replace_partition(
+                conn, "staging.stg_dcgm__gpu_minutely", minutely.filter(pl.col("day") == day), {"day": day}
+            )
         text, params = int_gpu_minutes_attributed_sql(
-            h200.CLUSTER, PERIOD[0], PERIOD[0], PERIOD[1], h200.STEP_SECONDS, [h200.HOSTNAME], [1.0],
+            h200.CLUSTER,
+            PERIOD[0],
+            PERIOD[0],
+            PERIOD[1],
+            h200.STEP_SECONDS,
+            [h200.HOSTNAME],
+            [1.0],
             thresholds.zero_util_threshold,
         )
         attributed = conn.sql(text, params=params).pl().cast(ATTRIBUTED_SCHEMA)
     usage = fct_job_usage(
-        jobs=jobs, attributed=attributed, accounts=ACCOUNTS,
+        jobs=jobs,
+        attributed=attributed,
+        accounts=ACCOUNTS,
         gpu_models=INVENTORY.select("cluster", "hostname", "gpu_model"),
-        period_start=PERIOD[0], period_end=PERIOD[1], step_seconds=h200.STEP_SECONDS,
+        period_start=PERIOD[0],
+        period_end=PERIOD[1],
+        step_seconds=h200.STEP_SECONDS,
     )
     profile = int_job_activity_profiled(
         attributed, usage, PERIOD[1], thresholds.input_bound_min_activity, thresholds.input_bound_max_activity
@@ -108,7 +154,7 @@ def flags_and_usage() -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def reasons_of(flags: pl.DataFrame, kind: str) -> set[str]:
-    job_id = slurm_ids()[f"capA-0{ {'dense': 1, 'hog': 3, 'bursty': 4, 'starved': 5, 'tiny': 6}[kind]}-{kind}"]
+    job_id = slurm_ids()[f"capA-0{ {'dense': 1, 'hog': 3, 'bursty': 4, 'starved': 5, 'tiny': 6}[kind] }-{kind}"]
     return set(flags.filter(pl.col("job_id") == job_id).get_column("reason").to_list())
 
 
@@ -136,7 +182,7 @@ def test_tiny_is_busy_engine_with_idle_sms(flags_and_usage) -> None:
     reasons = reasons_of(flags, "tiny")
     assert {"BUSY_ENGINE_IDLE_SMS", "LOW_UTIL"} <= reasons
     assert not reasons & {"INPUT_BOUND", "MEMORY_HELD_IDLE", "ZERO_UTIL"}  # the engine is busy: not idle
-    row = flags.filter((pl.col("reason") == "BUSY_ENGINE_IDLE_SMS")).row(0, named=True)
+    row = flags.filter(pl.col("reason") == "BUSY_ENGINE_IDLE_SMS").row(0, named=True)
     assert row["detail"].startswith("SM active 0.6") and "GPU_UTIL reads 79.6%" in row["detail"]
 
 

@@ -20,16 +20,21 @@ pytestmark = pytest.mark.integration
 DAY = date(2026, 3, 2)
 T0 = datetime(2026, 3, 2)
 END = T0 + timedelta(hours=2)
-MODELS = {"H100": ("NVIDIA H100 80GB HBM3", 81559), "H200": ("NVIDIA H200", 143771),
-          "A100": ("NVIDIA A100-SXM4-80GB", 81920)}
+MODELS = {
+    "H100": ("NVIDIA H100 80GB HBM3", 81559),
+    "H200": ("NVIDIA H200", 143771),
+    "A100": ("NVIDIA A100-SXM4-80GB", 81920),
+}
 SERIES_KEYS = ["hostname", "gpu", "gpu_i_id", "hpc_job"]  # the other labels follow from the instance
 
 
 def promtool() -> str:
     path = shutil.which("promtool")
     if path is None:
-        pytest.fail("promtool is not installed: it comes with the Debian package `prometheus` "
-                    "(apt-get install -y prometheus); this test needs the real binary")
+        pytest.fail(
+            "promtool is not installed: it comes with the Debian package `prometheus` "
+            "(apt-get install -y prometheus); this test needs the real binary"
+        )
     return path
 
 
@@ -40,29 +45,64 @@ def inventory() -> pl.DataFrame:
         name, memory = MODELS[model]
         for gpu in range(4):
             mig = node == 3 and gpu < 2
-            for gi in ((1, 2) if mig else (None,)):
-                rows.append({"cluster": "it", "hostname": f"node{node}", "gpu": gpu, "uuid": f"GPU-{node}-{gpu}",
-                             "pci_bus_id": f"00000000:{0x18 + gpu:02X}:00.0", "device": f"nvidia{gpu}",
-                             "model_name": name, "gpu_model": model, "memory_mib": 40192 if mig else memory,
-                             "gpu_i_id": gi, "gpu_i_profile": "3g.40gb" if mig else None,
-                             "nvlink_domain": f"nvl{node}", "switch_group": "sw0"})
+            for gi in (1, 2) if mig else (None,):
+                rows.append(
+                    {
+                        "cluster": "it",
+                        "hostname": f"node{node}",
+                        "gpu": gpu,
+                        "uuid": f"GPU-{node}-{gpu}",
+                        "pci_bus_id": f"00000000:{0x18 + gpu:02X}:00.0",
+                        "device": f"nvidia{gpu}",
+                        "model_name": name,
+                        "gpu_model": model,
+                        "memory_mib": 40192 if mig else memory,
+                        "gpu_i_id": gi,
+                        "gpu_i_profile": "3g.40gb" if mig else None,
+                        "nvlink_domain": f"nvl{node}",
+                        "switch_group": "sw0",
+                    }
+                )
     return pl.DataFrame(rows, schema_overrides={"gpu": pl.Int16, "gpu_i_id": pl.Int16})
 
 
 def allocations() -> pl.DataFrame:
     """Jobs of every kind; one array-job id and one id that needs escaping."""
+
     def job(job_id: str, host: int, gpu: int, gi: int | None, start_min: int, end_min: int, kind: str) -> tuple:
-        return (job_id, 0, f"node{host}", gpu, gi, T0 + timedelta(minutes=start_min),
-                T0 + timedelta(minutes=end_min), kind, 1000 + start_min + end_min)
+        return (
+            job_id,
+            0,
+            f"node{host}",
+            gpu,
+            gi,
+            T0 + timedelta(minutes=start_min),
+            T0 + timedelta(minutes=end_min),
+            kind,
+            1000 + start_min + end_min,
+        )
 
     rows = [job("100", 0, g, None, 10, 600, "dense") for g in range(4)]
-    rows += [job("101_7", 1, 0, None, -60, 50, "bursty"), job("102", 1, 0, None, 50, 110, "starved"),
-             job('odd"job\\1', 1, 1, None, 5, 95, "hog"), job("103", 2, 2, None, 30, 45, "tiny"),
-             job("104", 2, 3, None, 0, 300, "idle_tail"), job("105", 3, 0, 1, 20, 80, "dense"),
-             job("106", 3, 1, 2, 40, 200, "idle")]
-    schema = {"job_id_raw": pl.String, "run_index": pl.Int64, "hostname": pl.String, "gpu": pl.Int16,
-              "gpu_i_id": pl.Int16, "start_time": pl.Datetime("us"), "end_time": pl.Datetime("us"),
-              "kind": pl.String, "seed": pl.Int64}
+    rows += [
+        job("101_7", 1, 0, None, -60, 50, "bursty"),
+        job("102", 1, 0, None, 50, 110, "starved"),
+        job('odd"job\\1', 1, 1, None, 5, 95, "hog"),
+        job("103", 2, 2, None, 30, 45, "tiny"),
+        job("104", 2, 3, None, 0, 300, "idle_tail"),
+        job("105", 3, 0, 1, 20, 80, "dense"),
+        job("106", 3, 1, 2, 40, 200, "idle"),
+    ]
+    schema = {
+        "job_id_raw": pl.String,
+        "run_index": pl.Int64,
+        "hostname": pl.String,
+        "gpu": pl.Int16,
+        "gpu_i_id": pl.Int16,
+        "start_time": pl.Datetime("us"),
+        "end_time": pl.Datetime("us"),
+        "kind": pl.String,
+        "seed": pl.Int64,
+    }
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
@@ -74,8 +114,13 @@ def test_promtool_creates_blocks_with_every_series(tmp_path: Path) -> None:
     series = sum(frame.filter(pl.col(c).is_not_null()).select(SERIES_KEYS).n_unique() for c in DCGM_FIELDS.values())
     samples = sum(frame[c].count() for c in DCGM_FIELDS.values())
 
-    created = subprocess.run([binary, "tsdb", "create-blocks-from", "openmetrics", "metrics.om", "tsdb"],
-                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    created = subprocess.run(
+        [binary, "tsdb", "create-blocks-from", "openmetrics", "metrics.om", "tsdb"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert created.returncode == 0, created.stderr
     blocks = list((tmp_path / "tsdb").glob("*/meta.json"))
     assert len(blocks) == 1  # two aligned hours: one block
@@ -85,12 +130,21 @@ def test_promtool_creates_blocks_with_every_series(tmp_path: Path) -> None:
 
     # A max-time inside the blocks keeps promtool 2.42 from also opening a (missing) WAL.
     lo, hi = meta["minTime"], meta["maxTime"] - 1
-    dump = subprocess.run([binary, "tsdb", "dump", f"--min-time={lo}", f"--max-time={hi}", "tsdb"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    dump = subprocess.run(
+        [binary, "tsdb", "dump", f"--min-time={lo}", f"--max-time={hi}", "tsdb"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert dump.returncode == 0, dump.stderr
     lines = dump.stdout.splitlines()
     assert len(lines) == samples
     assert len({line.rsplit(" ", 2)[0] for line in lines}) == series
-    assert sum('hpc_job="odd\\"job\\\\1"' in line for line in lines) == frame.filter(
-        pl.col("hpc_job") == 'odd"job\\1').select(pl.col(list(DCGM_FIELDS.values())).count()).sum_horizontal().item()
-
+    assert (
+        sum('hpc_job="odd\\"job\\\\1"' in line for line in lines)
+        == frame.filter(pl.col("hpc_job") == 'odd"job\\1')
+        .select(pl.col(list(DCGM_FIELDS.values())).count())
+        .sum_horizontal()
+        .item()
+    )

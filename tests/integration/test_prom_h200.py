@@ -58,13 +58,17 @@ def per_job(samples: pl.DataFrame, step_seconds: int) -> pl.DataFrame:
     """Per hpc_job through stg_dcgm__gpu_hourly: mean best signal (sm_active), mean GPU_UTIL
     (ratio), peak FB used, energy (mJ) and samples."""
     hourly = stg_dcgm__gpu_hourly(samples.lazy(), step_seconds).collect()
-    return hourly.group_by("hpc_job").agg(
-        (pl.col("sm_active_sum").sum() / pl.col("sm_active_n").sum()).alias("sm_active"),
-        (pl.col("gpu_util_sum").sum() / pl.col("gpu_util_n").sum()).alias("gpu_util"),
-        pl.col("fb_used_mib_max").max().alias("fb_used_mib_max"),
-        pl.col("energy_delta_mj").sum().alias("energy_mj"),
-        pl.col("n_samples").sum().alias("n_samples"),
-    ).sort("hpc_job", nulls_last=True)
+    return (
+        hourly.group_by("hpc_job")
+        .agg(
+            (pl.col("sm_active_sum").sum() / pl.col("sm_active_n").sum()).alias("sm_active"),
+            (pl.col("gpu_util_sum").sum() / pl.col("gpu_util_n").sum()).alias("gpu_util"),
+            pl.col("fb_used_mib_max").max().alias("fb_used_mib_max"),
+            pl.col("energy_delta_mj").sum().alias("energy_mj"),
+            pl.col("n_samples").sum().alias("n_samples"),
+        )
+        .sort("hpc_job", nulls_last=True)
+    )
 
 
 def test_every_captured_sample_once_under_its_job(served: tuple[str, str]) -> None:
@@ -88,9 +92,16 @@ def test_query_range_would_invent_samples_after_a_label_change(served: tuple[str
     series alive for minutes; the ingest above must not (and does not) do that."""
     url, _ = served
     start, end = window()
-    answer = requests.get(f"{url}/api/v1/query_range", timeout=60, params={
-        "query": 'DCGM_FI_DEV_GPU_UTIL{hpc_job="capA-01-dense"}', "start": epoch(start), "end": epoch(end),
-        "step": "1"}).json()
+    answer = requests.get(
+        f"{url}/api/v1/query_range",
+        timeout=60,
+        params={
+            "query": 'DCGM_FI_DEV_GPU_UTIL{hpc_job="capA-01-dense"}',
+            "start": epoch(start),
+            "end": epoch(end),
+            "step": "1",
+        },
+    ).json()
     points = answer["data"]["result"][0]["values"]
     _, job_end = h200.job_window("capA-01-dense")
     after = [t for t, _ in points if t >= epoch(job_end)]
@@ -155,6 +166,7 @@ def test_downsampled_energy_per_job_is_the_raw_energy(prometheus_with, trace_fil
     # else at the series' last reading in it. Plus one row with only an energy reading: the end
     # of the idle readings before the first job, in the minute where idle time resumes after it.
     assert got.filter(pl.col("power_w").is_null()).select("ts", "hpc_job", "energy_mj").rows() == [
-        (datetime(2026, 11, 30, 1, 15, 4, 548000), None, 2889645.0)]
+        (datetime(2026, 11, 30, 1, 15, 4, 548000), None, 2889645.0)
+    ]
     rows = got.filter(pl.col("power_w").is_not_null())
     assert rows.select("hpc_job", pl.col("ts").dt.truncate("1m")).is_duplicated().sum() == 0

@@ -42,8 +42,16 @@ EDGE_OM = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus" / "edg
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> SimulationResult:
-    return simulate(tmp_path_factory.mktemp("sim"), gpus=32, days=1, start=DAY, seed=5, step_seconds=15,
-                    metrics_format="both", cluster=CLUSTER)
+    return simulate(
+        tmp_path_factory.mktemp("sim"),
+        gpus=32,
+        days=1,
+        start=DAY,
+        seed=5,
+        step_seconds=15,
+        metrics_format="both",
+        cluster=CLUSTER,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -76,19 +84,20 @@ def test_day_reads_back_exactly(url: str, expected: pl.DataFrame) -> None:
     assert report.n_samples == sum(expected[c].count() for c in DCGM_FIELDS.values())
 
 
-def test_dagster_resource_reads_the_configured_prometheus(sim: SimulationResult, url: str,
-                                                          expected: pl.DataFrame) -> None:
+def test_dagster_resource_reads_the_configured_prometheus(
+    sim: SimulationResult, url: str, expected: pl.DataFrame
+) -> None:
     text = sim.config_path.read_text().replace(
         '[clusters.metrics]\nsource = "file"\npath = "metrics"\nstep_seconds = 15\n',
         f'[clusters.metrics]\nsource = "prometheus"\n\n[clusters.prometheus]\nurl = "{url}"\n'
-        "scrape_interval_seconds = 15\nstep_seconds = 15\nmax_points_per_series = 2000\n")
+        "scrape_interval_seconds = 15\nstep_seconds = 15\nmax_points_per_series = 2000\n",
+    )
     config = sim.config_path.with_name("prometheus.toml")
     config.write_text(text)
     source = CardhoursResource(config_path=str(config)).metrics_source(CLUSTER)
     assert isinstance(source, PrometheusMetricsSource) and source.config.max_points_per_series == 2000
     got = source.read_samples(CLUSTER, T0 + timedelta(hours=20), T1)
-    assert_frame_equal(got.sort(KEYS, nulls_last=True),
-                       expected.filter(pl.col("ts") >= T0 + timedelta(hours=20)))
+    assert_frame_equal(got.sort(KEYS, nulls_last=True), expected.filter(pl.col("ts") >= T0 + timedelta(hours=20)))
 
 
 def test_ingest_asset_reads_prometheus_and_reports_the_read(sim: SimulationResult, url: str) -> None:
@@ -99,12 +108,16 @@ def test_ingest_asset_reads_prometheus_and_reports_the_read(sim: SimulationResul
     text = sim.config_path.read_text().replace(
         '[clusters.metrics]\nsource = "file"\npath = "metrics"\nstep_seconds = 15\n',
         f'[clusters.metrics]\nsource = "prometheus"\n\n[clusters.prometheus]\nurl = "{url}"\n'
-        "scrape_interval_seconds = 15\nstep_seconds = 15\n")
+        "scrape_interval_seconds = 15\nstep_seconds = 15\n",
+    )
     assert 'source = "prometheus"' in text
     config = sim.config_path.with_name("asset.toml")  # its warehouse: the simulation's temp directory
     config.write_text(text)
-    result = materialize([raw_dcgm_samples], partition_key=DAY.isoformat(),
-                         resources={"cardhours": CardhoursResource(config_path=str(config))})
+    result = materialize(
+        [raw_dcgm_samples],
+        partition_key=DAY.isoformat(),
+        resources={"cardhours": CardhoursResource(config_path=str(config))},
+    )
     assert result.success
     events = result.asset_materializations_for_node(raw_dcgm_samples.op.name)
     metadata = {name: value.value for name, value in events[0].metadata.items()}
@@ -134,7 +147,8 @@ def test_chunk_edges_on_sample_times_give_each_sample_once(url: str, expected: p
     assert sum(p.samples.height for p in parts) == whole.samples.height
     assert whole.samples.height == sum(
         expected.filter(pl.col("ts").is_between(T0 + hour, T0 + 3 * hour, closed="left"))[c].count()
-        for c in DCGM_FIELDS.values())
+        for c in DCGM_FIELDS.values()
+    )
     # Prometheus 2.42's closed range really returns the sample at the chunk end; the window drops it.
     request = Request("DCGM_FI_PROF_SM_ACTIVE", to_ms(T0 + hour), to_ms(T0 + 2 * hour), 1)
     path, params = request.http("")
@@ -143,8 +157,9 @@ def test_chunk_edges_on_sample_times_give_each_sample_once(url: str, expected: p
     assert fetch_one(prom.client, request, "").samples()[0].max() == (to_ms(T0 + 2 * hour) - 15_000) * 1000
 
 
-def test_server_refusing_too_many_samples_is_sharded_by_host(sim: SimulationResult, prometheus_with,
-                                                             expected: pl.DataFrame) -> None:
+def test_server_refusing_too_many_samples_is_sharded_by_host(
+    sim: SimulationResult, prometheus_with, expected: pl.DataFrame
+) -> None:
     tiny = prometheus_with([sim.om_path], ["--query.max-samples=5000"])
     prom = source(tiny, max_parallel_requests=4)
     got = prom.read_samples(CLUSTER, T0, T1)

@@ -33,8 +33,9 @@ CLUSTER = "wild"
 def wild(prometheus_with, tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, ScreenResult, dict]:
     path, facts = wild_om(tmp_path_factory.mktemp("wild") / "wild.om")
     url = prometheus_with([path])
-    source = prometheus_source(url, cluster=CLUSTER, step_seconds=facts["step_seconds"],
-                               scrape_interval_seconds=facts["step_seconds"])
+    source = prometheus_source(
+        url, cluster=CLUSTER, step_seconds=facts["step_seconds"], scrape_interval_seconds=facts["step_seconds"]
+    )
     raw = source.read_samples(CLUSTER, facts["start"], facts["end"])
     return raw, screen_samples(raw, facts["start"].date().isoformat()), facts
 
@@ -80,8 +81,11 @@ def test_sentinels_and_out_of_range_values_are_quarantined(wild) -> None:
     assert sentinel["n_rows"].sum() == sum(facts["sentinels"].values())
     assert set(sentinel["location"].str.extract(r"field=(\w+)")) == set(facts["sentinels"])
     reasons = " | ".join(quarantine["reason"])
-    for pattern in (r"sm_active above 1 \(max 1\.7\)", r"gpu_util above 100 \(max 140(\.0)?\)",
-                    r"power_w below 0 \(min -5(\.0)?\)"):
+    for pattern in (
+        r"sm_active above 1 \(max 1\.7\)",
+        r"gpu_util above 100 \(max 140(\.0)?\)",
+        r"power_w below 0 \(min -5(\.0)?\)",
+    ):
         assert re.search(pattern, reasons), pattern
     host, index = facts["sentinel_host"]
     a1 = gpu(screened.clean, host, index)

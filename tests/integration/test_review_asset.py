@@ -18,9 +18,18 @@ from pipelines.assets.reports import read_review_frames, review_html
 from pipelines.resources import CardhoursResource
 from reports.paths import department_file_name
 from tests.unit.reports_frames import (
-    EVIL_DEPT, EVIL_JOB, MONTH, PREVIOUS, clusters_frame, departments_frame, flags_frame, jobs_frame,
-    section, table_row, users_frame,
-)  # fmt: skip
+    EVIL_DEPT,
+    EVIL_JOB,
+    MONTH,
+    PREVIOUS,
+    clusters_frame,
+    departments_frame,
+    flags_frame,
+    jobs_frame,
+    section,
+    table_row,
+    users_frame,
+)
 from warehouse import connect
 
 
@@ -30,16 +39,28 @@ def gpu_hourly_rows() -> pl.DataFrame:
     "A100 3g.40gb")."""
     rows = []
     for month, model, profile, capacity, allocated in (
-        (PREVIOUS, "H100", None, 800.0, 400.0), (MONTH, "H100", None, 800.0, 500.0),
+        (PREVIOUS, "H100", None, 800.0, 400.0),
+        (MONTH, "H100", None, 800.0, 500.0),
         (MONTH, "A100", "3g.40gb", 200.0, 100.0),
-    ):  # fmt: skip
+    ):
         for hour in (10, 22):
-            rows.append(dict(
-                cluster="alpha", hostname="gpu-001", gpu=0, gpu_i_id=1 if profile else None, gpu_i_profile=profile,
-                gpu_model=model, hour=datetime(month.year, month.month, 3, hour), capacity_seconds=capacity * 1800,
-                allocated_seconds=allocated * 1800, active_seconds=allocated * 900, n_samples=100,
-                expected_samples=120, month=month,
-            ))  # fmt: skip
+            rows.append(
+                dict(
+                    cluster="alpha",
+                    hostname="gpu-001",
+                    gpu=0,
+                    gpu_i_id=1 if profile else None,
+                    gpu_i_profile=profile,
+                    gpu_model=model,
+                    hour=datetime(month.year, month.month, 3, hour),
+                    capacity_seconds=capacity * 1800,
+                    allocated_seconds=allocated * 1800,
+                    active_seconds=allocated * 900,
+                    n_samples=100,
+                    expected_samples=120,
+                    month=month,
+                )
+            )
     return pl.DataFrame(rows)
 
 
@@ -67,8 +88,9 @@ def warehouse_config(tmp_path: Path) -> Path:
 
 
 def run_month(config: Path) -> dict:
-    result = materialize([review_html], partition_key="2025-03-01",
-                         resources={"cardhours": CardhoursResource(config_path=str(config))})  # fmt: skip
+    result = materialize(
+        [review_html], partition_key="2025-03-01", resources={"cardhours": CardhoursResource(config_path=str(config))}
+    )
     assert result.success
     return result.asset_materializations_for_node("reports__review_html")[0].metadata
 
@@ -156,10 +178,14 @@ def test_settings_from_the_config_carry_the_dated_prices() -> None:
     assert settings.segments["charge_period_start"].min() == datetime(2024, 4, 1)  # the 12 months of the trends
     assert settings.segments["charge_period_end"].max() == datetime(2025, 4, 1)
     data = tomllib.loads(EXAMPLE_CONFIG.read_text())
-    data["rates"]["price_changes"] = [{"gpu_model": "H100", "gpu_hour": 2.8, "effective": datetime(2025, 3, 15, 12, 30)}]
+    data["rates"]["price_changes"] = [
+        {"gpu_model": "H100", "gpu_hour": 2.8, "effective": datetime(2025, 3, 15, 12, 30)}
+    ]
     changed = review_settings(parse_config(data), MONTH).segments.filter(pl.col("gpu_model") == "H100")
     assert changed.select("charge_period_end", "list_unit_price").rows() == [
-        (datetime(2025, 3, 15, 12, 30), 2.5), (datetime(2025, 4, 1), 2.8)]
+        (datetime(2025, 3, 15, 12, 30), 2.5),
+        (datetime(2025, 4, 1), 2.8),
+    ]
     assert settings.quotas == {"vision": 32.0, "nlp": 48.0, "search": 16.0} and settings.overcommit_ratio == 1.0
     assert (settings.low_efficiency_gpu_hours, settings.low_efficiency_utilization) == (50.0, 0.25)
     assert settings.templates_dir is None  # the packaged templates

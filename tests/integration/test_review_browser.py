@@ -11,8 +11,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from reports import ReviewSettings, build_inputs, render_department_pages, render_review
-from reports import write_department_pages, write_review
+from reports import (
+    ReviewSettings,
+    build_inputs,
+    render_department_pages,
+    render_review,
+    write_department_pages,
+    write_review,
+)
 from reports.data import previous_month
 from reports.paths import department_file_name
 from tests.support.browser import load_page
@@ -36,23 +42,36 @@ def demo_month(seed: int = 5) -> dict[str, pl.DataFrame]:
     hours = rng.gamma(2.0, 20.0, n)
     util = rng.beta(2, 3, n)
     util[rng.random(n) < 0.05] = np.nan
-    jobs = pl.DataFrame({
-        "cluster": rng.choice(["alpha", "beta"], n, p=[0.7, 0.3]), "job_id": [str(1000 + i) for i in range(n)],
-        "job_name": [EVIL if i == 7 else f"train-{i}" for i in range(n)],
-        "user_name": [f"user{k}" for k in rng.integers(0, 25, n)],
-        "account": [f"acct{k}" for k in rng.integers(0, 9, n)],
-        "department": rng.choice(DEPARTMENTS, n), "partition_name": rng.choice(["train", "infer", "debug"], n),
-        "state": "COMPLETED", "start_time": [datetime(2026, 10, 1) + timedelta(hours=int(h)) for h in rng.integers(0, 700, n)],
-        "gpus": rng.choice([1.0, 2.0, 4.0, 8.0], n), "gpu_model": rng.choice(["H100", "A100", "A100 3g.40gb"], n),
-        "gpu_hours": hours, "utilization": util, "utilization_signal": "sm_active", "queue_seconds": rng.exponential(600, n),
-        "n_samples": np.where(np.isnan(util), 0, 100),
-    }).with_columns(
-        pl.col("utilization").fill_nan(None),
-        (pl.col("gpu_hours") / pl.col("gpus") * 3600).cast(pl.Int64).alias("elapsed_seconds"),
-    ).with_columns(
-        (pl.col("gpu_hours") * pl.col("utilization")).fill_null(0.0).alias("active_gpu_hours"),
-        (pl.col("gpu_hours") * (1 - pl.col("utilization"))).fill_null(0.0).alias("idle_gpu_hours"),
-    )  # fmt: skip
+    jobs = (
+        pl.DataFrame(
+            {
+                "cluster": rng.choice(["alpha", "beta"], n, p=[0.7, 0.3]),
+                "job_id": [str(1000 + i) for i in range(n)],
+                "job_name": [EVIL if i == 7 else f"train-{i}" for i in range(n)],
+                "user_name": [f"user{k}" for k in rng.integers(0, 25, n)],
+                "account": [f"acct{k}" for k in rng.integers(0, 9, n)],
+                "department": rng.choice(DEPARTMENTS, n),
+                "partition_name": rng.choice(["train", "infer", "debug"], n),
+                "state": "COMPLETED",
+                "start_time": [datetime(2026, 10, 1) + timedelta(hours=int(h)) for h in rng.integers(0, 700, n)],
+                "gpus": rng.choice([1.0, 2.0, 4.0, 8.0], n),
+                "gpu_model": rng.choice(["H100", "A100", "A100 3g.40gb"], n),
+                "gpu_hours": hours,
+                "utilization": util,
+                "utilization_signal": "sm_active",
+                "queue_seconds": rng.exponential(600, n),
+                "n_samples": np.where(np.isnan(util), 0, 100),
+            }
+        )
+        .with_columns(
+            pl.col("utilization").fill_nan(None),
+            (pl.col("gpu_hours") / pl.col("gpus") * 3600).cast(pl.Int64).alias("elapsed_seconds"),
+        )
+        .with_columns(
+            (pl.col("gpu_hours") * pl.col("utilization")).fill_null(0.0).alias("active_gpu_hours"),
+            (pl.col("gpu_hours") * (1 - pl.col("utilization"))).fill_null(0.0).alias("idle_gpu_hours"),
+        )
+    )
     months, month = [], MONTH
     for _ in range(12):
         months.append(month)
@@ -63,63 +82,129 @@ def demo_month(seed: int = 5) -> dict[str, pl.DataFrame]:
         for cluster, capacity in (("alpha", 64 * 744.0), ("beta", 32 * 744.0)):
             allocated = capacity * scale * rng.uniform(0.8, 1.0)
             active = allocated * rng.uniform(0.3, 0.6)
-            clusters.append(dict(
-                cluster=cluster, month=m, capacity_gpu_hours=capacity, allocated_gpu_hours=allocated,
-                active_gpu_hours=active, idle_gpu_hours=allocated - active, job_count=int(200 * scale),
-                sample_coverage=rng.uniform(0.9, 1.0), jobs_without_samples=int(rng.integers(0, 9)),
-                queue_seconds_p50=rng.uniform(60, 600), queue_seconds_p95=rng.uniform(900, 4000),
-            ))  # fmt: skip
+            clusters.append(
+                dict(
+                    cluster=cluster,
+                    month=m,
+                    capacity_gpu_hours=capacity,
+                    allocated_gpu_hours=allocated,
+                    active_gpu_hours=active,
+                    idle_gpu_hours=allocated - active,
+                    job_count=int(200 * scale),
+                    sample_coverage=rng.uniform(0.9, 1.0),
+                    jobs_without_samples=int(rng.integers(0, 9)),
+                    queue_seconds_p50=rng.uniform(60, 600),
+                    queue_seconds_p95=rng.uniform(900, 4000),
+                )
+            )
             for d in DEPARTMENTS:
                 gpu_hours = allocated / len(DEPARTMENTS) * rng.uniform(0.5, 1.5)
                 used = gpu_hours * rng.uniform(0.1, 0.7)
-                departments.append(dict(
-                    cluster=cluster, month=m, division="unmapped" if d == "unmapped" else "research", department=d,
-                    job_count=20, user_count=4, gpu_hours=gpu_hours, measured_gpu_hours=gpu_hours,
-                    active_gpu_hours=used, idle_gpu_hours=gpu_hours - used, zero_util_gpu_hours=gpu_hours * 0.1,
-                    utilization=used / gpu_hours, energy_kwh=gpu_hours * 0.5, queue_seconds_p50=300.0,
-                    queue_seconds_p95=2000.0, share_of_capacity=gpu_hours / capacity,
-                ))  # fmt: skip
+                departments.append(
+                    dict(
+                        cluster=cluster,
+                        month=m,
+                        division="unmapped" if d == "unmapped" else "research",
+                        department=d,
+                        job_count=20,
+                        user_count=4,
+                        gpu_hours=gpu_hours,
+                        measured_gpu_hours=gpu_hours,
+                        active_gpu_hours=used,
+                        idle_gpu_hours=gpu_hours - used,
+                        zero_util_gpu_hours=gpu_hours * 0.1,
+                        utilization=used / gpu_hours,
+                        energy_kwh=gpu_hours * 0.5,
+                        queue_seconds_p50=300.0,
+                        queue_seconds_p95=2000.0,
+                        share_of_capacity=gpu_hours / capacity,
+                    )
+                )
     hour_starts = [datetime(2026, 10, 1) + timedelta(hours=h) for h in range(31 * 24)]
     daytime = np.array([0.9 if 8 <= t.hour < 20 and t.weekday() < 5 else 0.5 for t in hour_starts])
-    hourly = pl.DataFrame({
-        "cluster": "alpha", "hour": hour_starts, "capacity_seconds": 64 * 3600.0,
-        "allocated_seconds": 64 * 3600.0 * daytime, "active_seconds": 64 * 3600.0 * daytime * 0.45,
-        "n_samples": 64 * 120, "expected_samples": 64 * 120,
-    })  # fmt: skip
-    models = pl.DataFrame([
-        dict(month=m, cluster=c, gpu_model=g, capacity_gpu_hours=cap, allocated_gpu_hours=cap * 0.7,
-             gpu_hours=cap * 0.7, idle_gpu_hours=cap * 0.35)
-        for m in months for c, g, cap in (("alpha", "H100", 48 * 744.0), ("alpha", "A100 3g.40gb", 16 * 744.0),
-                                          ("beta", "A100", 32 * 744.0))
-    ])  # fmt: skip
+    hourly = pl.DataFrame(
+        {
+            "cluster": "alpha",
+            "hour": hour_starts,
+            "capacity_seconds": 64 * 3600.0,
+            "allocated_seconds": 64 * 3600.0 * daytime,
+            "active_seconds": 64 * 3600.0 * daytime * 0.45,
+            "n_samples": 64 * 120,
+            "expected_samples": 64 * 120,
+        }
+    )
+    models = pl.DataFrame(
+        [
+            dict(
+                month=m,
+                cluster=c,
+                gpu_model=g,
+                capacity_gpu_hours=cap,
+                allocated_gpu_hours=cap * 0.7,
+                gpu_hours=cap * 0.7,
+                idle_gpu_hours=cap * 0.35,
+            )
+            for m in months
+            for c, g, cap in (
+                ("alpha", "H100", 48 * 744.0),
+                ("alpha", "A100 3g.40gb", 16 * 744.0),
+                ("beta", "A100", 32 * 744.0),
+            )
+        ]
+    )
     flagged = jobs.filter(pl.col("utilization").fill_null(0) < 0.25).head(60)
-    flags = pl.DataFrame([
-        {name: None for name in FLAG_SCHEMA} | {k: row[k] for k in row if k in FLAG_SCHEMA} | dict(
-            job_id_raw=row["job_id"], reason=reason, severity=severity, detail=f"activity {row['utilization']}",
-            recommendation="release GPUs when idle", wasted_gpu_hours=row["idle_gpu_hours"] / (k + 1),
-            idle_cost=row["idle_gpu_hours"] * 2.5, currency="EUR", month=MONTH)
-        for i, row in enumerate(flagged.iter_rows(named=True))
-        for k, (reason, severity) in enumerate(REASONS[: 1 + i % 2])
-    ], schema=FLAG_SCHEMA)  # fmt: skip
+    flags = pl.DataFrame(
+        [
+            {name: None for name in FLAG_SCHEMA}
+            | {k: row[k] for k in row if k in FLAG_SCHEMA}
+            | dict(
+                job_id_raw=row["job_id"],
+                reason=reason,
+                severity=severity,
+                detail=f"activity {row['utilization']}",
+                recommendation="release GPUs when idle",
+                wasted_gpu_hours=row["idle_gpu_hours"] / (k + 1),
+                idle_cost=row["idle_gpu_hours"] * 2.5,
+                currency="EUR",
+                month=MONTH,
+            )
+            for i, row in enumerate(flagged.iter_rows(named=True))
+            for k, (reason, severity) in enumerate(REASONS[: 1 + i % 2])
+        ],
+        schema=FLAG_SCHEMA,
+    )
     per_user = jobs.group_by("cluster", "user_name", "department").agg(
-        pl.len().alias("job_count"), pl.col("gpu_hours").sum(), pl.col("active_gpu_hours").sum(),
+        pl.len().alias("job_count"),
+        pl.col("gpu_hours").sum(),
+        pl.col("active_gpu_hours").sum(),
         pl.col("idle_gpu_hours").sum(),
-    )  # fmt: skip
+    )
     users = per_user.with_columns(
         (pl.col("gpu_hours") * 0.1).alias("zero_util_gpu_hours"),
         (pl.col("active_gpu_hours") / pl.col("gpu_hours")).alias("utilization"),
-        (pl.col("idle_gpu_hours") * 2.0).alias("idle_cost"), pl.lit(1).alias("flagged_job_count"),
+        (pl.col("idle_gpu_hours") * 2.0).alias("idle_cost"),
+        pl.lit(1).alias("flagged_job_count"),
         (pl.col("idle_gpu_hours") * 0.5).alias("wasted_gpu_hours"),
         (pl.col("gpu_hours") * 0.1 > 24).alias("is_zero_util_over_threshold"),
-        ((pl.col("gpu_hours") >= 50) & (pl.col("active_gpu_hours") / pl.col("gpu_hours") <= 0.25)).alias("is_low_efficiency"),
-    ).with_columns(pl.lit("research").alias("division"), pl.lit("EUR").alias("currency"), pl.lit(MONTH).alias("month"))  # fmt: skip
-    return dict(clusters=pl.DataFrame(clusters), departments=pl.DataFrame(departments), jobs=jobs,
-                hourly=hourly, **runs_and_model_hours(models), flags=flags, users=users.select(list(USER_SCHEMA)))  # fmt: skip
+        ((pl.col("gpu_hours") >= 50) & (pl.col("active_gpu_hours") / pl.col("gpu_hours") <= 0.25)).alias(
+            "is_low_efficiency"
+        ),
+    ).with_columns(pl.lit("research").alias("division"), pl.lit("EUR").alias("currency"), pl.lit(MONTH).alias("month"))
+    return dict(
+        clusters=pl.DataFrame(clusters),
+        departments=pl.DataFrame(departments),
+        jobs=jobs,
+        hourly=hourly,
+        **runs_and_model_hours(models),
+        flags=flags,
+        users=users.select(list(USER_SCHEMA)),
+    )
 
 
 def test_review_and_department_pages_in_chromium(tmp_path: Path) -> None:
-    settings = ReviewSettings(currency="EUR", prices=MODELS, quotas={"vision": 30, "nlp": 20, "search": 10},
-                              overcommit_ratio=1.2)  # fmt: skip
+    settings = ReviewSettings(
+        currency="EUR", prices=MODELS, quotas={"vision": 30, "nlp": 20, "search": 10}, overcommit_ratio=1.2
+    )
     inputs = build_inputs(MONTH, "demo-like month", settings=settings, **demo_month())
     review = write_review(render_review(inputs), tmp_path, "2026-10")
     written = write_department_pages(render_department_pages(inputs), tmp_path, "2026-10")
@@ -129,8 +214,11 @@ def test_review_and_department_pages_in_chromium(tmp_path: Path) -> None:
         assert (review.parent / href).is_file(), href
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    pages = [review, review.parent / "departments" / "vision.html",
-             review.parent / "departments" / department_file_name(EVIL)]  # fmt: skip
+    pages = [
+        review,
+        review.parent / "departments" / "vision.html",
+        review.parent / "departments" / department_file_name(EVIL),
+    ]
     for page_file in pages:
         page = load_page(page_file, shots / f"{page_file.stem}.png")
         figures = page_file.read_text(encoding="utf-8").count("Plotly.newPlot(")
@@ -155,8 +243,9 @@ def test_printed_pages_fit_a4_and_letter(tmp_path: Path) -> None:
 
     from tests.support.browser import CHROMIUM_ARGS, chromium_path
 
-    inputs = build_inputs(MONTH, "demo-like month", settings=ReviewSettings(currency="EUR", prices=MODELS),
-                          **demo_month())  # fmt: skip
+    inputs = build_inputs(
+        MONTH, "demo-like month", settings=ReviewSettings(currency="EUR", prices=MODELS), **demo_month()
+    )
     review = write_review(render_review(inputs), tmp_path, "2026-10")
     write_department_pages(render_department_pages(inputs), tmp_path, "2026-10")
     files = [review, review.parent / "departments" / "vision.html"]

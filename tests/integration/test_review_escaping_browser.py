@@ -27,25 +27,84 @@ MONTH = date(2026, 10, 1)
 
 
 def _inputs():
-    clusters = pl.DataFrame({"cluster": ["c1"], "month": [MONTH], "capacity_gpu_hours": [100.0],
-                             "allocated_gpu_hours": [10.0], "active_gpu_hours": [5.0], "idle_gpu_hours": [5.0],
-                             "job_count": [1], "sample_coverage": [1.0], "jobs_without_samples": [0],
-                             "queue_seconds_p50": [0.0], "queue_seconds_p95": [0.0]})
-    departments = pl.DataFrame({"cluster": ["c1"], "month": [MONTH], "division": ["d"],
-                                "department": [EVIL], "job_count": [1], "user_count": [1], "gpu_hours": [10.0],
-                                "measured_gpu_hours": [10.0], "active_gpu_hours": [5.0], "idle_gpu_hours": [5.0],
-                                "zero_util_gpu_hours": [0.0], "utilization": [0.5], "energy_kwh": [1.0],
-                                "queue_seconds_p50": [0.0], "queue_seconds_p95": [0.0], "share_of_capacity": [0.1]})
-    jobs = pl.DataFrame({"cluster": ["c1"], "job_id": ["1"], "job_name": [EVIL], "user_name": ['a&b"c'],
-                         "account": [EVIL], "department": [EVIL], "partition_name": [EVIL],
-                         "state": ["COMPLETED"], "start_time": [datetime(2026, 10, 1)], "gpus": [1.0],
-                         "gpu_model": ["H100"], "gpu_hours": [10.0], "active_gpu_hours": [5.0], "utilization": [0.5],
-                         "utilization_signal": ["sm_active"], "idle_gpu_hours": [5.0], "queue_seconds": [0.0],
-                         "n_samples": [10], "elapsed_seconds": [36_000]})
-    flags = pl.DataFrame([{name: None for name in FLAG_SCHEMA} | {
-        "cluster": "c1", "job_id": "1", "job_id_raw": "1", "job_name": EVIL, "user_name": 'a&b"c',
-        "department": EVIL, "reason": "LOW_UTIL", "severity": "high", "detail": EVIL, "recommendation": EVIL,
-        "wasted_gpu_hours": 5.0, "month": MONTH}], schema=FLAG_SCHEMA)  # fmt: skip
+    clusters = pl.DataFrame(
+        {
+            "cluster": ["c1"],
+            "month": [MONTH],
+            "capacity_gpu_hours": [100.0],
+            "allocated_gpu_hours": [10.0],
+            "active_gpu_hours": [5.0],
+            "idle_gpu_hours": [5.0],
+            "job_count": [1],
+            "sample_coverage": [1.0],
+            "jobs_without_samples": [0],
+            "queue_seconds_p50": [0.0],
+            "queue_seconds_p95": [0.0],
+        }
+    )
+    departments = pl.DataFrame(
+        {
+            "cluster": ["c1"],
+            "month": [MONTH],
+            "division": ["d"],
+            "department": [EVIL],
+            "job_count": [1],
+            "user_count": [1],
+            "gpu_hours": [10.0],
+            "measured_gpu_hours": [10.0],
+            "active_gpu_hours": [5.0],
+            "idle_gpu_hours": [5.0],
+            "zero_util_gpu_hours": [0.0],
+            "utilization": [0.5],
+            "energy_kwh": [1.0],
+            "queue_seconds_p50": [0.0],
+            "queue_seconds_p95": [0.0],
+            "share_of_capacity": [0.1],
+        }
+    )
+    jobs = pl.DataFrame(
+        {
+            "cluster": ["c1"],
+            "job_id": ["1"],
+            "job_name": [EVIL],
+            "user_name": ['a&b"c'],
+            "account": [EVIL],
+            "department": [EVIL],
+            "partition_name": [EVIL],
+            "state": ["COMPLETED"],
+            "start_time": [datetime(2026, 10, 1)],
+            "gpus": [1.0],
+            "gpu_model": ["H100"],
+            "gpu_hours": [10.0],
+            "active_gpu_hours": [5.0],
+            "utilization": [0.5],
+            "utilization_signal": ["sm_active"],
+            "idle_gpu_hours": [5.0],
+            "queue_seconds": [0.0],
+            "n_samples": [10],
+            "elapsed_seconds": [36_000],
+        }
+    )
+    flags = pl.DataFrame(
+        [
+            {name: None for name in FLAG_SCHEMA}
+            | {
+                "cluster": "c1",
+                "job_id": "1",
+                "job_id_raw": "1",
+                "job_name": EVIL,
+                "user_name": 'a&b"c',
+                "department": EVIL,
+                "reason": "LOW_UTIL",
+                "severity": "high",
+                "detail": EVIL,
+                "recommendation": EVIL,
+                "wasted_gpu_hours": 5.0,
+                "month": MONTH,
+            }
+        ],
+        schema=FLAG_SCHEMA,
+    )
     return build_inputs(MONTH, "test", clusters=clusters, departments=departments, jobs=jobs, flags=flags)
 
 

@@ -28,8 +28,14 @@ from transforms.stg_slurm__jobs import stg_slurm__jobs
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
 CLUSTER = "it-slurm"
-ACCOUNTS = pl.DataFrame({"cluster": [CLUSTER] * 2, "account": ["vis-train", "nlp-pretrain"],
-                         "department": ["vision", "nlp"], "division": ["research", "research"]})
+ACCOUNTS = pl.DataFrame(
+    {
+        "cluster": [CLUSTER] * 2,
+        "account": ["vis-train", "nlp-pretrain"],
+        "department": ["vision", "nlp"],
+        "division": ["research", "research"],
+    }
+)
 GPU_MODELS = pl.DataFrame({"cluster": [CLUSTER], "hostname": ["localhost"], "gpu_model": ["H200"]})
 
 
@@ -46,8 +52,17 @@ class Ingested:
     def runs(self, name: str) -> list[dict]:
         """The usage rows of one submitted job, in run (or array task) order."""
         rows = self.usage.filter(pl.col("job_name") == name).sort("start_time", "job_id")
-        staged = self.jobs.select("job_id_raw", "start_time", "array_task_id", "array_job_id", "gpu_slots",
-                                  "gpu_type", "state_detail", "exit_code", "n_steps")
+        staged = self.jobs.select(
+            "job_id_raw",
+            "start_time",
+            "array_task_id",
+            "array_job_id",
+            "gpu_slots",
+            "gpu_type",
+            "state_detail",
+            "exit_code",
+            "n_steps",
+        )
         key = ["job_id_raw", "start_time"]
         return rows.join(staged, on=key, how="left", nulls_equal=True, maintain_order="left").to_dicts()
 
@@ -151,7 +166,8 @@ def test_requeue_gives_two_runs_and_resets_submit(real: Ingested) -> None:
 
 def test_card_hours_are_gpus_times_elapsed(real: Ingested) -> None:
     elapsed_raw = real.raw.filter(~pl.col("job_id").str.contains(r"\.")).select(
-        "job_id_raw", pl.col("elapsed_raw").cast(pl.Int64), start=pl.col("start_time"))
+        "job_id_raw", pl.col("elapsed_raw").cast(pl.Int64), start=pl.col("start_time")
+    )
     for spec in MIX:
         for run in real.runs(spec.name):
             seconds = (run["end_time"] - run["start_time"]).total_seconds() if run["start_time"] else 0
@@ -183,7 +199,11 @@ def test_running_and_pending_rows_while_gpus_are_busy(real: Ingested) -> None:
     array = rows["array"]
     master = real.mix.ids["array"]
     assert (array["job_id"], array["job_id_raw"], array["array_job_id"], array["array_task_id"]) == (
-        f"{master}_[1-3]", master, master, "[1-3]")
+        f"{master}_[1-3]",
+        master,
+        master,
+        "[1-3]",
+    )
 
 
 # sacct --json renders a few fields differently in 22.05 (docs/slurm.md "sacct --json"):
@@ -194,8 +214,15 @@ JSON_DIFFERENCES = ("state_detail", "exit_code")
 
 def test_json_gives_the_same_runs_as_parsable2_including_dirty_job_names(real: Ingested) -> None:
     cluster = real.cluster
-    sbatch = [_binary("sbatch"), "--parsable", f"--chdir={cluster.layout.jobs}", "--output=/dev/null",
-              "--gres=gpu:1", "--account=vis-train", "--wrap=sleep 1"]
+    sbatch = [
+        _binary("sbatch"),
+        "--parsable",
+        f"--chdir={cluster.layout.jobs}",
+        "--output=/dev/null",
+        "--gres=gpu:1",
+        "--account=vis-train",
+        "--wrap=sleep 1",
+    ]
     ids = []
     for name in (b"a|b||c", b"caf\xe9-train"):  # a name holding the delimiter; one that is not UTF-8
         done = subprocess.run([*sbatch, b"--job-name=" + name], env=cluster.env, capture_output=True, check=True)
@@ -215,10 +242,14 @@ def test_json_gives_the_same_runs_as_parsable2_including_dirty_job_names(real: I
         raw, bad_lines = parse_sacct_output(output, source="sacct", cluster=CLUSTER, day=began.date(), has_header=False)
         jobs, bad_rows = stg_slurm__jobs(raw, began, ended)
         assert bad_lines.is_empty() and bad_rows.is_empty(), (bad_lines, bad_rows)
-        staged[as_json] = jobs.with_columns(
-            # a never-started job: --parsable2 prints the requested node count, the JSON 0
-            n_nodes=pl.when(pl.col("start_time").is_null()).then(None).otherwise(pl.col("n_nodes"))
-        ).drop(JSON_DIFFERENCES).sort("job_id_raw", "start_time", nulls_last=True)
+        staged[as_json] = (
+            jobs.with_columns(
+                # a never-started job: --parsable2 prints the requested node count, the JSON 0
+                n_nodes=pl.when(pl.col("start_time").is_null()).then(None).otherwise(pl.col("n_nodes"))
+            )
+            .drop(JSON_DIFFERENCES)
+            .sort("job_id_raw", "start_time", nulls_last=True)
+        )
     text, structured = staged[False], staged[True]
     assert text.height == structured.height >= 12
     assert text.to_dicts() == structured.to_dicts()

@@ -38,8 +38,16 @@ T1 = T0 + timedelta(days=1)
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> SimulationResult:
-    return simulate(tmp_path_factory.mktemp("sim"), gpus=32, days=1, start=date(2026, 3, 2), seed=5,
-                    step_seconds=15, metrics_format="both", cluster=CLUSTER)
+    return simulate(
+        tmp_path_factory.mktemp("sim"),
+        gpus=32,
+        days=1,
+        start=date(2026, 3, 2),
+        seed=5,
+        step_seconds=15,
+        metrics_format="both",
+        cluster=CLUSTER,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +88,10 @@ def test_downsampled_read_aggregates_each_bucket_exactly(url: str, expected: pl.
 
 
 def test_downsampled_energy_is_the_raw_energy_per_job_and_hour(url: str, expected: pl.DataFrame) -> None:
-    assert_frame_equal(hourly_energy(source(url, downsample_seconds=300).read_samples(CLUSTER, T0, T1), 300),
-                       hourly_energy(expected, 15))
+    assert_frame_equal(
+        hourly_energy(source(url, downsample_seconds=300).read_samples(CLUSTER, T0, T1), 300),
+        hourly_energy(expected, 15),
+    )
 
 
 def read_day_under(flag: str, sim: SimulationResult, expected: pl.DataFrame, workdir: Path):
@@ -93,15 +103,17 @@ def read_day_under(flag: str, sim: SimulationResult, expected: pl.DataFrame, wor
         return prom.last_report
 
 
-def test_refusals_for_too_many_samples_are_split_by_host(sim: SimulationResult, expected: pl.DataFrame,
-                                                         tmp_path: Path) -> None:
+def test_refusals_for_too_many_samples_are_split_by_host(
+    sim: SimulationResult, expected: pl.DataFrame, tmp_path: Path
+) -> None:
     # A day of one field is ~200 series x 5,760 samples; a host's are fewer than 200,000.
     report = read_day_under("-search.maxSamplesPerQuery=200000", sim, expected, tmp_path)
     assert report.fetch.refused > 0 and report.fetch.shards
 
 
-def test_series_listings_over_its_cap_are_taken_host_by_host(sim: SimulationResult, expected: pl.DataFrame,
-                                                              tmp_path: Path) -> None:
+def test_series_listings_over_its_cap_are_taken_host_by_host(
+    sim: SimulationResult, expected: pl.DataFrame, tmp_path: Path
+) -> None:
     # Each profiling field has ~200 series that day (the MIG host alone 125): over a cap of 150,
     # /api/v1/series refuses the census ("the number of matching timeseries exceeds 150").
     report = read_day_under("-search.maxSeries=150", sim, expected, tmp_path)
@@ -116,8 +128,9 @@ def test_h200_trace_comes_back_exactly_under_each_job(tmp_path: Path) -> None:
     end = ts.max().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     with VictoriaServer(tmp_path / "victoria") as server:
         server.load([om])
-        got = prometheus_source(server.url, cluster=h200.CLUSTER, step_seconds=1,
-                                scrape_interval_seconds=1).read_samples(h200.CLUSTER, start, end)
+        got = prometheus_source(
+            server.url, cluster=h200.CLUSTER, step_seconds=1, scrape_interval_seconds=1
+        ).read_samples(h200.CLUSTER, start, end)
     compared = ["ts", "hpc_job", *SAMPLE_VALUE_COLUMNS]
     expected = h200.raw_samples()
     assert got.height == expected.height  # one row per captured second, none invented

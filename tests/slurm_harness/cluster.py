@@ -35,8 +35,17 @@ from tests.slurm_harness.stray import stop_strays
 
 DEFAULT_ACCOUNTS = ("vis-train", "nlp-pretrain", "legacy-ml")
 # Job states after which a job (or its latest run) will not change any more.
-FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
-                "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
+FINAL_STATES = {
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+}
 SLURM_BINARIES = ("slurmctld", "slurmd", "slurmdbd", "sacct", "sacctmgr", "sbatch", "scontrol", "sinfo")
 
 
@@ -72,8 +81,10 @@ class SlurmCluster:
     def start(self) -> None:
         began = time.monotonic()
         if os.geteuid() != 0:
-            raise HarnessError("the Slurm harness runs as root: it starts munged and mariadbd under their "
-                               "own users and the Slurm daemons with SlurmUser=root")
+            raise HarnessError(
+                "the Slurm harness runs as root: it starts munged and mariadbd under their "
+                "own users and the Slurm daemons with SlurmUser=root"
+            )
         for name in SLURM_BINARIES:
             _binary(name)
         root = Path(tempfile.mkdtemp(prefix="cardhours-slurm-"))
@@ -112,8 +123,16 @@ class SlurmCluster:
 
     def _add_associations(self) -> None:
         self.sacctmgr(["add", "cluster", self.cluster_name])
-        self.sacctmgr(["add", "account", ",".join(self.accounts), f"cluster={self.cluster_name}",
-                       "Description=cardhours test department", "Organization=cardhours"])
+        self.sacctmgr(
+            [
+                "add",
+                "account",
+                ",".join(self.accounts),
+                f"cluster={self.cluster_name}",
+                "Description=cardhours test department",
+                "Organization=cardhours",
+            ]
+        )
         self.sacctmgr(["add", "user", "root", f"account={','.join(self.accounts)}", f"cluster={self.cluster_name}"])
 
     def _start_slurmctld(self) -> None:
@@ -158,8 +177,9 @@ class SlurmCluster:
 
     # --- commands ------------------------------------------------------------------
 
-    def command(self, name: str, args: Sequence[str], check: bool = True,
-                timeout: float = 60) -> subprocess.CompletedProcess:
+    def command(
+        self, name: str, args: Sequence[str], check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess:
         """Run a Slurm client command against this cluster."""
         return run([_binary(name), *args], env=self.env, check=check, timeout=timeout)
 

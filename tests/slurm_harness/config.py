@@ -110,8 +110,9 @@ def make_gpu_devices(layout: Layout) -> list[Path]:
     return paths
 
 
-def slurmdbd_conf(layout: Layout, ports: Ports, munge_socket: Path, db_user: str, db_password: str,
-                  db_name: str) -> str:
+def slurmdbd_conf(
+    layout: Layout, ports: Ports, munge_socket: Path, db_user: str, db_password: str, db_name: str
+) -> str:
     return f"""\
 AuthType=auth/munge
 AuthInfo=socket={munge_socket}
@@ -119,8 +120,8 @@ DbdHost=localhost
 DbdPort={ports.slurmdbd}
 SlurmUser=root
 DebugLevel=info
-LogFile={layout.logs / 'slurmdbd.log'}
-PidFile={layout.run / 'slurmdbd.pid'}
+LogFile={layout.logs / "slurmdbd.log"}
+PidFile={layout.run / "slurmdbd.pid"}
 StorageType=accounting_storage/mysql
 StorageHost=127.0.0.1
 StoragePort={ports.mysql}
@@ -143,14 +144,14 @@ CredType=cred/munge
 AuthInfo=socket={munge_socket},cred_expire={CRED_EXPIRE}
 StateSaveLocation={layout.state}
 SlurmdSpoolDir={layout.spool}/slurmd-%n
-SlurmctldPidFile={layout.run / 'slurmctld.pid'}
-SlurmdPidFile={layout.run / 'slurmd-%n.pid'}
-SlurmctldLogFile={layout.logs / 'slurmctld.log'}
-SlurmdLogFile={layout.logs / 'slurmd.log'}
+SlurmctldPidFile={layout.run / "slurmctld.pid"}
+SlurmdPidFile={layout.run / "slurmd-%n.pid"}
+SlurmctldLogFile={layout.logs / "slurmctld.log"}
+SlurmdLogFile={layout.logs / "slurmd.log"}
 SlurmctldDebug=info
 SlurmdDebug=info
 MailProg=/bin/true
-PlugStackConfig={layout.etc / 'plugstack.conf'}
+PlugStackConfig={layout.etc / "plugstack.conf"}
 MpiDefault=none
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -182,14 +183,12 @@ PartitionName=debug Nodes={NODE} MaxTime=INFINITE State=UP
 
 
 def gres_conf(layout: Layout) -> str:
-    return (
-        "AutoDetect=off\n"
-        f"NodeName={NODE} Name=gpu Type={GPU_TYPE} File={layout.dev}/nvidia[0-{GPUS - 1}]\n"
-    )
+    return f"AutoDetect=off\nNodeName={NODE} Name=gpu Type={GPU_TYPE} File={layout.dev}/nvidia[0-{GPUS - 1}]\n"
 
 
-def write_configs(layout: Layout, ports: Ports, munge_socket: Path, db_user: str, db_password: str,
-                  db_name: str) -> None:
+def write_configs(
+    layout: Layout, ports: Ports, munge_socket: Path, db_user: str, db_password: str, db_name: str
+) -> None:
     """Write every config file; slurmdbd.conf is 0600 (slurmdbd refuses anything looser)."""
     layout.make_dirs()
     make_gpu_devices(layout)

@@ -52,17 +52,35 @@ FILL = (
     JobSpec("fill-h200x2", "vis-train", ("--gres=gpu:h200:2",), 2, _sleep(FILL_SECONDS), ("COMPLETED",), False),
     JobSpec("fill-gpus1", "nlp-pretrain", ("--gpus=1",), 1, _sleep(FILL_SECONDS), ("COMPLETED",), False),
     JobSpec("fill-untyped4", "legacy-ml", ("--gres=gpu:4",), 4, _sleep(FILL_SECONDS), ("COMPLETED",), False),
-    JobSpec("requeued", "vis-train", ("--gres=gpu:h200:1", "--requeue"), 1, REQUEUE_SCRIPT,
-            ("REQUEUED", "COMPLETED"), False),
+    JobSpec(
+        "requeued", "vis-train", ("--gres=gpu:h200:1", "--requeue"), 1, REQUEUE_SCRIPT, ("REQUEUED", "COMPLETED"), False
+    ),
 )
 QUEUED = (
     JobSpec("queued-h200x2", "vis-train", ("--gres=gpu:h200:2",), 2, _sleep(RUN_SECONDS), ("COMPLETED",), True),
     JobSpec("array", "nlp-pretrain", ("--gpus=1", "--array=1-3"), 1, _sleep(RUN_SECONDS), ("COMPLETED",) * 3, True),
     JobSpec("failing", "legacy-ml", ("--gpus=1",), 1, _sleep(1, exit_code=3), ("FAILED",), True),
-    JobSpec("cancelled-pending", "vis-train", ("--gres=gpu:h200:8",), 8, _sleep(RUN_SECONDS), ("CANCELLED",),
-            True, cancel_pending=True),
-    JobSpec("cancelled-held", "nlp-pretrain", ("--gpus=1", "--hold"), 1, _sleep(RUN_SECONDS), ("CANCELLED",),
-            True, cancel_pending=True, in_window=False),
+    JobSpec(
+        "cancelled-pending",
+        "vis-train",
+        ("--gres=gpu:h200:8",),
+        8,
+        _sleep(RUN_SECONDS),
+        ("CANCELLED",),
+        True,
+        cancel_pending=True,
+    ),
+    JobSpec(
+        "cancelled-held",
+        "nlp-pretrain",
+        ("--gpus=1", "--hold"),
+        1,
+        _sleep(RUN_SECONDS),
+        ("CANCELLED",),
+        True,
+        cancel_pending=True,
+        in_window=False,
+    ),
 )
 MIX = FILL + QUEUED
 assert sum(spec.gpus for spec in FILL) == GPUS
@@ -82,8 +100,7 @@ def _utcnow() -> datetime:
 
 
 def _submit(cluster: SlurmCluster, spec: JobSpec) -> str:
-    return cluster.submit([f"--job-name={spec.name}", f"--account={spec.account}", *spec.args,
-                           f"--wrap={spec.script}"])
+    return cluster.submit([f"--job-name={spec.name}", f"--account={spec.account}", *spec.args, f"--wrap={spec.script}"])
 
 
 def _states(cluster: SlurmCluster, job_ids: list[str]) -> dict[str, str]:
@@ -103,15 +120,26 @@ def _wait_states(cluster: SlurmCluster, what: str, job_ids: list[str], state: st
 
 def window_states(cluster: SlurmCluster, began: datetime, ended: datetime) -> dict[str, str]:
     """JobIDRaw -> State of the allocations a ``-S began -E ended`` window query returns now."""
-    out = cluster.sacct(["-n", "-P", "-a", "-X", "-o", "JobIDRaw,State", "-S", began.strftime(TIME_FORMAT),
-                         "-E", ended.strftime(TIME_FORMAT)])
+    out = cluster.sacct(
+        [
+            "-n",
+            "-P",
+            "-a",
+            "-X",
+            "-o",
+            "JobIDRaw,State",
+            "-S",
+            began.strftime(TIME_FORMAT),
+            "-E",
+            ended.strftime(TIME_FORMAT),
+        ]
+    )
     return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
 
 
 def _wait_accounted(cluster: SlurmCluster, mix: JobMix) -> None:
     """Until slurmdbd shows phase 1 running and phase 2 pending (it lags slurmctld by ~2 s)."""
-    want = {mix.ids[s.name]: "RUNNING" for s in FILL} | {
-        mix.ids[s.name]: "PENDING" for s in QUEUED if s.in_window}
+    want = {mix.ids[s.name]: "RUNNING" for s in FILL} | {mix.ids[s.name]: "PENDING" for s in QUEUED if s.in_window}
 
     def accounted() -> bool:
         seen = window_states(cluster, mix.began, _utcnow() + timedelta(seconds=1))
@@ -120,8 +148,7 @@ def _wait_accounted(cluster: SlurmCluster, mix: JobMix) -> None:
     wait_until("slurmdbd has the running and pending jobs", accounted, timeout=30, daemons=cluster.daemons)
 
 
-def run_mix(cluster: SlurmCluster, timeout: float = 120,
-            while_busy: Callable[[JobMix], None] | None = None) -> JobMix:
+def run_mix(cluster: SlurmCluster, timeout: float = 120, while_busy: Callable[[JobMix], None] | None = None) -> JobMix:
     """Submit the whole mix, drive it (cancel, requeue), wait until everything is final.
 
     ``while_busy(mix)`` runs once phase 2 is queued behind the 8 busy GPUs and slurmdbd

@@ -61,10 +61,17 @@ def start_mariadb(workdir: Path) -> MariaDB:
     install_log = workdir / "logs" / "mariadb-install-db.log"
     install_log.parent.mkdir(exist_ok=True)
     done = run(
-        [binary("mariadb-install-db", "mysql_install_db", package="mariadb-server"), "--no-defaults",
-         f"--datadir={datadir}", f"--user={MYSQL_USER}", "--auth-root-authentication-method=socket", "--skip-test-db",
-         *SERVER_OPTIONS],
-        timeout=120, check=False,
+        [
+            binary("mariadb-install-db", "mysql_install_db", package="mariadb-server"),
+            "--no-defaults",
+            f"--datadir={datadir}",
+            f"--user={MYSQL_USER}",
+            "--auth-root-authentication-method=socket",
+            "--skip-test-db",
+            *SERVER_OPTIONS,
+        ],
+        timeout=120,
+        check=False,
     )
     install_log.write_text(done.stdout + done.stderr)
     if done.returncode != 0:
@@ -72,9 +79,18 @@ def start_mariadb(workdir: Path) -> MariaDB:
     socket, port, error_log = home / "mysqld.sock", free_port(), home / "mariadbd.err"
     daemon = Daemon(
         "mariadbd",
-        [binary("mariadbd", "mysqld", package="mariadb-server"), "--no-defaults", f"--datadir={datadir}",
-         f"--socket={socket}", f"--port={port}", "--bind-address=127.0.0.1", f"--pid-file={home / 'mariadbd.pid'}",
-         f"--user={MYSQL_USER}", f"--log-error={error_log}", *SERVER_OPTIONS],
+        [
+            binary("mariadbd", "mysqld", package="mariadb-server"),
+            "--no-defaults",
+            f"--datadir={datadir}",
+            f"--socket={socket}",
+            f"--port={port}",
+            "--bind-address=127.0.0.1",
+            f"--pid-file={home / 'mariadbd.pid'}",
+            f"--user={MYSQL_USER}",
+            f"--log-error={error_log}",
+            *SERVER_OPTIONS,
+        ],
         logs=[workdir / "logs" / "mariadbd.console", error_log, install_log],
     ).start()
     db = MariaDB(daemon, socket, port)

@@ -26,8 +26,15 @@ def start_munged(workdir: Path) -> tuple[Daemon, Path]:
     socket = home / "munge.socket"
     daemon = Daemon(
         "munged",
-        [binary("munged", package="munge"), "--foreground", f"--socket={socket}", f"--key-file={key}",
-         f"--pid-file={home / 'munged.pid'}", f"--seed-file={home / 'munged.seed'}", "--num-threads=4"],
+        [
+            binary("munged", package="munge"),
+            "--foreground",
+            f"--socket={socket}",
+            f"--key-file={key}",
+            f"--pid-file={home / 'munged.pid'}",
+            f"--seed-file={home / 'munged.seed'}",
+            "--num-threads=4",
+        ],
         logs=[workdir / "logs" / "munged.console"],  # in the foreground munged logs to stderr
         user=MUNGE_USER,
     ).start()

@@ -31,8 +31,10 @@ def binary(*names: str, package: str) -> str:
         path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
         if path:
             return path
-    raise HarnessError(f"{names[0]} is not installed (Debian package {package}); "
-                       "scripts/install-system-deps.sh installs what the Slurm harness needs")
+    raise HarnessError(
+        f"{names[0]} is not installed (Debian package {package}); "
+        "scripts/install-system-deps.sh installs what the Slurm harness needs"
+    )
 
 
 def free_port() -> int:
@@ -88,8 +90,14 @@ class Daemon:
         with open(self.console, "ab") as out:
             try:
                 self.proc = subprocess.Popen(
-                    list(self.argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                    env=self.env, user=self.user, group=self.user, extra_groups=[] if self.user else None,
+                    list(self.argv),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    user=self.user,
+                    group=self.user,
+                    extra_groups=[] if self.user else None,
                     start_new_session=True,
                 )
             except OSError as exc:
@@ -134,18 +142,22 @@ def wait_until(
         if dead:
             raise HarnessError(f"{what}: {dead[0].name} died\n" + "\n\n".join(d.report() for d in daemons))
         if time.monotonic() - began > timeout:
-            raise HarnessError(
-                f"{what}: not ready after {timeout:.0f} s\n" + "\n\n".join(d.report() for d in daemons)
-            )
+            raise HarnessError(f"{what}: not ready after {timeout:.0f} s\n" + "\n\n".join(d.report() for d in daemons))
         time.sleep(interval)
 
 
-def run(argv: Sequence[str], env: dict[str, str] | None = None, timeout: float = 60.0,
-        check: bool = True, user: str | None = None) -> subprocess.CompletedProcess:
+def run(
+    argv: Sequence[str],
+    env: dict[str, str] | None = None,
+    timeout: float = 60.0,
+    check: bool = True,
+    user: str | None = None,
+) -> subprocess.CompletedProcess:
     """Run a short command; a failure raises HarnessError with its output."""
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, env=env, timeout=timeout,
-                              check=False, user=user)
+        done = subprocess.run(
+            list(argv), capture_output=True, text=True, env=env, timeout=timeout, check=False, user=user
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HarnessError(f"{' '.join(argv)}: {exc}") from exc
     if check and done.returncode != 0:

@@ -121,8 +121,12 @@ def put_usage(site: Path, month: date, rows: list[dict], skip: set[date] | None 
 def build(site: Path, month: date, accept_gaps: str | None = None) -> dict[str, bool]:
     """The chargeback assets after the monthly job's gate (which records the build); check results."""
     run_config = {"ops": {GATE_STEP: {"config": {"accept_gaps": accept_gaps}}}} if accept_gaps else None
-    result = materialize([month_landed, *CHARGEBACK_ASSETS], partition_key=month.isoformat(), run_config=run_config,
-                         resources={"cardhours": CardhoursResource(config_path=str(site))})
+    result = materialize(
+        [month_landed, *CHARGEBACK_ASSETS],
+        partition_key=month.isoformat(),
+        run_config=run_config,
+        resources={"cardhours": CardhoursResource(config_path=str(site))},
+    )
     assert result.success
     return {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
 

@@ -15,14 +15,29 @@ from transforms.dcgm_pivot import pivot_samples
 from transforms.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
 
 KEYS = ["hostname", "gpu", "gpu_i_id", "hpc_job", "ts"]
-LABELS = [*KEYS[:-1], "model_name", "uuid", "pci_bus_id", "device", "gpu_i_profile", "pod", "namespace",
-          "container", "extra_labels"]
-AGGREGATE = {"avg_over_time": pl.Expr.mean, "max_over_time": pl.Expr.max, "min_over_time": pl.Expr.min,
-             "last_over_time": lambda e: e.drop_nulls().last()}
+LABELS = [
+    *KEYS[:-1],
+    "model_name",
+    "uuid",
+    "pci_bus_id",
+    "device",
+    "gpu_i_profile",
+    "pod",
+    "namespace",
+    "container",
+    "extra_labels",
+]
+AGGREGATE = {
+    "avg_over_time": pl.Expr.mean,
+    "max_over_time": pl.Expr.max,
+    "min_over_time": pl.Expr.min,
+    "last_over_time": lambda e: e.drop_nulls().last(),
+}
 
 
-def assert_buckets_exact(prom: PrometheusMetricsSource, expected: pl.DataFrame, start: datetime, end: datetime,
-                         step: int) -> None:
+def assert_buckets_exact(
+    prom: PrometheusMetricsSource, expected: pl.DataFrame, start: datetime, end: datetime, step: int
+) -> None:
     """``prom.read_downsampled(start, end, step)`` holds each bucket's aggregate of ``expected``
     (the raw samples, wide), to 1e-12."""
     long = prom.read_downsampled(start, end, step)
@@ -34,23 +49,37 @@ def assert_buckets_exact(prom: PrometheusMetricsSource, expected: pl.DataFrame, 
     moved = got.filter(pl.col("ts") != bucket)
     assert 0 < moved.height < got.height // 10
     fields = [c for c in DCGM_FIELDS.values() if c != "energy_mj"]
-    folded = got.sort("ts").group_by([*LABELS, bucket], maintain_order=True).agg(
-        *(pl.col(c).drop_nulls().first() for c in fields), pl.col("energy_mj").drop_nulls().last())
-    want = (expected.filter(pl.col("ts") < end).sort("ts")
-            .group_by([*LABELS, bucket], maintain_order=True)
-            .agg(AGGREGATE[downsample_function(f)](pl.col(c)).alias(c) for f, c in DCGM_FIELDS.items()))
+    folded = (
+        got.sort("ts")
+        .group_by([*LABELS, bucket], maintain_order=True)
+        .agg(*(pl.col(c).drop_nulls().first() for c in fields), pl.col("energy_mj").drop_nulls().last())
+    )
+    want = (
+        expected.filter(pl.col("ts") < end)
+        .sort("ts")
+        .group_by([*LABELS, bucket], maintain_order=True)
+        .agg(AGGREGATE[downsample_function(f)](pl.col(c)).alias(c) for f, c in DCGM_FIELDS.items())
+    )
     # The energy counter is read raw: a step row carries the step's last reading, except a GPU's
     # first row of the read, which carries its first reading (the rollup counts from there).
     first = pl.col("ts") == start
     want = want.with_columns(pl.when(~first).then(pl.col("energy_mj")))
     folded = folded.with_columns(pl.when(~first).then(pl.col("energy_mj")))
-    assert_frame_equal(folded.sort(KEYS, nulls_last=True), want.select(folded.columns).sort(KEYS, nulls_last=True),
-                       check_exact=False, rel_tol=1e-12, abs_tol=1e-12)
+    assert_frame_equal(
+        folded.sort(KEYS, nulls_last=True),
+        want.select(folded.columns).sort(KEYS, nulls_last=True),
+        check_exact=False,
+        rel_tol=1e-12,
+        abs_tol=1e-12,
+    )
 
 
 def hourly_energy(samples: pl.DataFrame, step: int) -> pl.DataFrame:
     """Energy (mJ) per GPU, job and hour through ``stg_dcgm__gpu_hourly``."""
     key = ["hostname", "gpu", "gpu_i_id", "hpc_job", "hour"]
     hourly = stg_dcgm__gpu_hourly(samples.lazy(), step).collect()
-    return hourly.filter(pl.col("energy_delta_mj").is_not_null()).select(*key, "energy_delta_mj").sort(
-        key, nulls_last=True)
+    return (
+        hourly.filter(pl.col("energy_delta_mj").is_not_null())
+        .select(*key, "energy_delta_mj")
+        .sort(key, nulls_last=True)
+    )

@@ -26,21 +26,56 @@ import polars as pl
 from tests.support.focus_values import PARENT_CATEGORY, SERVICE_CATEGORIES
 
 MANDATORY = [
-    "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
-    "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodEnd",
-    "ChargePeriodStart", "ContractedCost", "EffectiveCost", "InvoiceIssuerName", "ListCost", "PricingQuantity",
-    "PricingUnit", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
+    "BilledCost",
+    "BillingAccountId",
+    "BillingAccountName",
+    "BillingCurrency",
+    "BillingPeriodEnd",
+    "BillingPeriodStart",
+    "ChargeCategory",
+    "ChargeClass",
+    "ChargeDescription",
+    "ChargePeriodEnd",
+    "ChargePeriodStart",
+    "ContractedCost",
+    "EffectiveCost",
+    "InvoiceIssuerName",
+    "ListCost",
+    "PricingQuantity",
+    "PricingUnit",
+    "ProviderName",
+    "PublisherName",
+    "ServiceCategory",
+    "ServiceName",
 ]
 CONDITIONAL = [
-    "ConsumedQuantity", "ConsumedUnit", "ListUnitPrice", "ContractedUnitPrice", "ResourceId", "ResourceName",
-    "ResourceType", "SkuId", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "ListUnitPrice",
+    "ContractedUnitPrice",
+    "ResourceId",
+    "ResourceName",
+    "ResourceType",
+    "SkuId",
+    "SkuPriceId",
+    "SubAccountId",
+    "SubAccountName",
+    "Tags",
 ]
 RECOMMENDED = ["InvoiceId", "ServiceSubcategory"]
 OTHER_FOCUS = ["ChargeFrequency", "PricingCategory", "SkuMeter"]
 NOT_NULL = [c for c in MANDATORY if c != "ChargeClass"] + ["ServiceSubcategory"]
 DATETIMES = ["BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"]
-DECIMALS = ["BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity", "ConsumedQuantity",
-            "ListUnitPrice", "ContractedUnitPrice"]
+DECIMALS = [
+    "BilledCost",
+    "ContractedCost",
+    "EffectiveCost",
+    "ListCost",
+    "PricingQuantity",
+    "ConsumedQuantity",
+    "ListUnitPrice",
+    "ContractedUnitPrice",
+]
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _DECIMAL = re.compile(r"^-?\d+(\.\d+)?$")
 _CENT = Decimal("0.01")
@@ -59,10 +94,16 @@ def _order_problems(columns: list[str]) -> list[str]:
 def _row_problems(index: int, row: dict[str, str | None]) -> list[str]:
     where = f"row {index}"
     problems = [f"{where}: {c} is null" for c in NOT_NULL if row.get(c) in (None, "")]
-    problems += [f"{where}: {c}={row[c]!r} is not ISO 8601 UTC with Z" for c in DATETIMES
-                 if row.get(c) and not _TIME.match(row[c])]
-    problems += [f"{where}: {c}={row[c]!r} is not a plain decimal" for c in DECIMALS
-                 if row.get(c) not in (None, "") and not _DECIMAL.match(row[c])]
+    problems += [
+        f"{where}: {c}={row[c]!r} is not ISO 8601 UTC with Z"
+        for c in DATETIMES
+        if row.get(c) and not _TIME.match(row[c])
+    ]
+    problems += [
+        f"{where}: {c}={row[c]!r} is not a plain decimal"
+        for c in DECIMALS
+        if row.get(c) not in (None, "") and not _DECIMAL.match(row[c])
+    ]
     if problems:
         return problems
     if row["ChargeCategory"] != "Usage":
@@ -72,8 +113,10 @@ def _row_problems(index: int, row: dict[str, str | None]) -> list[str]:
     if row["ServiceCategory"] not in SERVICE_CATEGORIES:
         problems.append(f"{where}: ServiceCategory {row['ServiceCategory']!r}")
     if PARENT_CATEGORY.get(row["ServiceSubcategory"]) != row["ServiceCategory"]:
-        problems.append(f"{where}: ServiceSubcategory {row['ServiceSubcategory']!r} is not a FOCUS 1.2 value "
-                        f"under ServiceCategory {row['ServiceCategory']!r}")
+        problems.append(
+            f"{where}: ServiceSubcategory {row['ServiceSubcategory']!r} is not a FOCUS 1.2 value "
+            f"under ServiceCategory {row['ServiceCategory']!r}"
+        )
     if row.get("InvoiceId") and not row["InvoiceId"].isascii():
         problems.append(f"{where}: InvoiceId {row['InvoiceId']!r} has non-ASCII characters")
     if not re.fullmatch(r"[A-Z]{3}", row["BillingCurrency"]):
@@ -117,8 +160,10 @@ def _invoice_problems(frame: pl.DataFrame) -> list[str]:
         return []
     invoice = frame["InvoiceId"].replace("", None)
     if 0 < invoice.null_count() < frame.height:
-        return [f"InvoiceId null on {invoice.null_count()} of {frame.height} rows: a billing month has its invoice "
-                "on every row or on none"]
+        return [
+            f"InvoiceId null on {invoice.null_count()} of {frame.height} rows: a billing month has its invoice "
+            "on every row or on none"
+        ]
     per_account = frame.with_columns(invoice).group_by("BillingAccountId").agg(pl.col("InvoiceId").n_unique())
     return [f"BillingAccountId {a!r} has {n} InvoiceIds" for a, n in per_account.iter_rows() if n > 1]
 

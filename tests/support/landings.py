@@ -12,8 +12,13 @@ from warehouse.landings import Landing, record_landing
 LANDED_AT = datetime(2026, 1, 1)
 
 
-def land_month(conn: duckdb.DuckDBPyConnection, month: date, clusters: dict[str, list[str]],
-               landed_at: datetime = LANDED_AT, skip: set[date] | None = None) -> int:
+def land_month(
+    conn: duckdb.DuckDBPyConnection,
+    month: date,
+    clusters: dict[str, list[str]],
+    landed_at: datetime = LANDED_AT,
+    skip: set[date] | None = None,
+) -> int:
     """An 'ok' landing of every day of ``month`` for each cluster and source (``skip``: days
     left out); returns how many were recorded."""
     count, day = 0, month
@@ -21,7 +26,9 @@ def land_month(conn: duckdb.DuckDBPyConnection, month: date, clusters: dict[str,
         if day not in (skip or set()):
             for cluster, sources in clusters.items():
                 for source in sources:
-                    record_landing(conn, Landing(cluster, day, source, landed_at, rows=100, quarantined=0, screened=100))
+                    record_landing(
+                        conn, Landing(cluster, day, source, landed_at, rows=100, quarantined=0, screened=100)
+                    )
                     count += 1
         day += timedelta(days=1)
     return count

@@ -51,8 +51,16 @@ class VictoriaServer:
         self.port = free_port()
         log = (self.workdir / "victoria.log").open("wb")
         self._process = subprocess.Popen(
-            [binary, f"-storageDataPath={self.workdir / 'data'}", f"-httpListenAddr=127.0.0.1:{self.port}",
-             "-retentionPeriod=100y", *self.extra_args], stdout=log, stderr=subprocess.STDOUT)
+            [
+                binary,
+                f"-storageDataPath={self.workdir / 'data'}",
+                f"-httpListenAddr=127.0.0.1:{self.port}",
+                "-retentionPeriod=100y",
+                *self.extra_args,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + self.ready_timeout
         while time.monotonic() < deadline and self._process.poll() is None:
             try:
@@ -61,8 +69,10 @@ class VictoriaServer:
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.1)
         self.__exit__(None, None, None)
-        raise VictoriaError(f"victoria-metrics did not become ready on {self.url}: "
-                            f"{(self.workdir / 'victoria.log').read_text(errors='replace')[-3000:]}")
+        raise VictoriaError(
+            f"victoria-metrics did not become ready on {self.url}: "
+            f"{(self.workdir / 'victoria.log').read_text(errors='replace')[-3000:]}"
+        )
 
     def __exit__(self, *exc: object) -> None:
         if self._process is not None and self._process.poll() is None:
@@ -92,8 +102,9 @@ class VictoriaServer:
 
     def _post(self, lines: list[str]) -> int:
         if lines:
-            request = urllib.request.Request(f"{self.url}/api/v1/import/prometheus", data="".join(lines).encode(),
-                                             method="POST")
+            request = urllib.request.Request(
+                f"{self.url}/api/v1/import/prometheus", data="".join(lines).encode(), method="POST"
+            )
             with urllib.request.urlopen(request, timeout=300) as answer:
                 if answer.status not in (200, 204):
                     raise VictoriaError(f"import answered HTTP {answer.status}")

@@ -31,6 +31,7 @@ def put(key: str, value: Any):
     def change(data: dict[str, Any]) -> None:
         container, last = _walk(data, key)
         container[last] = value
+
     return change
 
 
@@ -38,6 +39,7 @@ def drop(key: str):
     def change(data: dict[str, Any]) -> None:
         container, last = _walk(data, key)
         del container[last]
+
     return change
 
 
@@ -45,6 +47,7 @@ def rename(key: str, new_name: str):
     def change(data: dict[str, Any]) -> None:
         container, last = _walk(data, key)
         container[new_name] = container.pop(last)
+
     return change
 
 
@@ -52,6 +55,7 @@ def append(key: str, value: Any):
     def change(data: dict[str, Any]) -> None:
         container, last = _walk(data, key)
         container[last].append(copy.deepcopy(value(data) if callable(value) else value))
+
     return change
 
 

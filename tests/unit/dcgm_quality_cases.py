@@ -18,8 +18,17 @@ def sample(second: int, **values) -> dict:
     """A RAW_SAMPLE_SCHEMA row ``second`` s after 10:00 on n1 GPU 0, job 7."""
     row = dict.fromkeys(RAW_SAMPLE_SCHEMA)
     row.update(
-        cluster="c1", day=date(2026, 3, 1), ts=T0 + timedelta(seconds=second), hostname="n1", gpu=0, uuid="GPU-a",
-        model_name="NVIDIA H100 80GB HBM3", pci_bus_id="0:1b", device="nvidia0", hpc_job="7", extra_labels="{}",
+        cluster="c1",
+        day=date(2026, 3, 1),
+        ts=T0 + timedelta(seconds=second),
+        hostname="n1",
+        gpu=0,
+        uuid="GPU-a",
+        model_name="NVIDIA H100 80GB HBM3",
+        pci_bus_id="0:1b",
+        device="nvidia0",
+        hpc_job="7",
+        extra_labels="{}",
     )
     row.update(values)
     return row

@@ -19,8 +19,13 @@ INVENTORY = pl.DataFrame(
     [("c1", f"n{h}", g, None, H100_MIB) for h in (1, 2, 3, 4) for g in range(8)]
     + [("c1", "h200", 0, None, 143771), ("c1", "a40", 0, None, 40960)]
     + [("c1", "m1", 0, "3g.40gb", 40960), ("c1", "m1", 0, "4g.40gb", 40960), ("c1", "m1", 0, "1g.10gb", 10240)],
-    schema={"cluster": pl.String, "hostname": pl.String, "gpu": pl.Int16, "gpu_i_profile": pl.String,
-            "memory_mib": pl.Int64},
+    schema={
+        "cluster": pl.String,
+        "hostname": pl.String,
+        "gpu": pl.Int16,
+        "gpu_i_profile": pl.String,
+        "memory_mib": pl.Int64,
+    },
     orient="row",
 )
 PRICES = {"H100": 2.0, "A100": 1.0}
@@ -32,13 +37,34 @@ def usage_row(job_id: str = "1", hours: float = 2.0, util: float | None = 0.6, *
     gpus = fields.get("gpus", 1.0)
     gpu_hours = gpus * hours
     row = {c: None for c in USAGE_SCHEMA} | {
-        "cluster": "c1", "scheduler": "slurm", "job_id": job_id, "job_id_raw": job_id, "job_name": "train",
-        "user_name": "alice", "account": "physics", "department": "phys", "division": "sci",
-        "partition_name": "gpu", "state": "COMPLETED", "start_time": START, "end_time": START + timedelta(hours=hours),
-        "is_open": False, "gpus": gpus, "gpu_model": "H100", "hosts": "n1", "elapsed_seconds": int(hours * 3600),
-        "gpu_hours": gpu_hours, "utilization": util, "utilization_signal": "sm_active" if util is not None else None,
-        "mean_gpu_util": util, "mean_gr_engine_active": util, "mean_sm_active": util, "mean_tensor_active": 0.0,
-        "peak_fb_used_mib": 8192.0, "mean_fb_used_mib": 8000.0, "n_samples": 100 if util is not None else 0,
+        "cluster": "c1",
+        "scheduler": "slurm",
+        "job_id": job_id,
+        "job_id_raw": job_id,
+        "job_name": "train",
+        "user_name": "alice",
+        "account": "physics",
+        "department": "phys",
+        "division": "sci",
+        "partition_name": "gpu",
+        "state": "COMPLETED",
+        "start_time": START,
+        "end_time": START + timedelta(hours=hours),
+        "is_open": False,
+        "gpus": gpus,
+        "gpu_model": "H100",
+        "hosts": "n1",
+        "elapsed_seconds": int(hours * 3600),
+        "gpu_hours": gpu_hours,
+        "utilization": util,
+        "utilization_signal": "sm_active" if util is not None else None,
+        "mean_gpu_util": util,
+        "mean_gr_engine_active": util,
+        "mean_sm_active": util,
+        "mean_tensor_active": 0.0,
+        "peak_fb_used_mib": 8192.0,
+        "mean_fb_used_mib": 8000.0,
+        "n_samples": 100 if util is not None else 0,
         "month": MONTH,
     }
     row |= fields
@@ -54,8 +80,17 @@ def profile_rows(rows: list[dict], **per_job: dict) -> pl.DataFrame:
     out = []
     for row in rows:
         extra = per_job.get(f"j{row['job_id_raw']}", {})
-        out.append({"cluster": row["cluster"], "job_id_raw": row["job_id_raw"], "start_time": row["start_time"],
-                    "measured_hours": 2, "steady_share": 1.0, "tail_zero_hours": 0.0} | extra)
+        out.append(
+            {
+                "cluster": row["cluster"],
+                "job_id_raw": row["job_id_raw"],
+                "start_time": row["start_time"],
+                "measured_hours": 2,
+                "steady_share": 1.0,
+                "tail_zero_hours": 0.0,
+            }
+            | extra
+        )
     return pl.DataFrame(out, schema=PROFILE_SCHEMA)
 
 

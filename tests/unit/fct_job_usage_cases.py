@@ -36,23 +36,52 @@ def job(job_id_raw: str, start: datetime | None, end: datetime | None, **fields)
     """A stg_slurm__jobs row: 1 H100 on n1, account physics, submitted/eligible an hour before start."""
     submit = (start or datetime(2024, 3, 10)) - timedelta(hours=1)
     row = {c: None for c in JOBS_SCHEMA} | {
-        "cluster": "c1", "scheduler": "slurm", "job_id": job_id_raw, "job_id_raw": job_id_raw,
-        "job_name": "train", "user_name": "alice", "account": "physics", "partition_name": "gpu",
-        "qos": "normal", "state": "COMPLETED" if end else "RUNNING", "submit_time": submit,
-        "eligible_time": submit + timedelta(minutes=30), "start_time": start, "end_time": end,
-        "is_open": start is not None and end is None, "gpus": 1.0, "gpu_slots": 1, "gpu_type": "h100",
-        "is_mig": False, "n_nodes": 1, "hosts": ["n1"], "n_steps": 1,
+        "cluster": "c1",
+        "scheduler": "slurm",
+        "job_id": job_id_raw,
+        "job_id_raw": job_id_raw,
+        "job_name": "train",
+        "user_name": "alice",
+        "account": "physics",
+        "partition_name": "gpu",
+        "qos": "normal",
+        "state": "COMPLETED" if end else "RUNNING",
+        "submit_time": submit,
+        "eligible_time": submit + timedelta(minutes=30),
+        "start_time": start,
+        "end_time": end,
+        "is_open": start is not None and end is None,
+        "gpus": 1.0,
+        "gpu_slots": 1,
+        "gpu_type": "h100",
+        "is_mig": False,
+        "n_nodes": 1,
+        "hosts": ["n1"],
+        "n_steps": 1,
     }
     return row | fields
 
 
-def hour(hpc_job: str | None, at: datetime, start_time: datetime | None = None, n: int = 60,
-         method: str = "hpc_job_label", **fields) -> dict:
+def hour(
+    hpc_job: str | None,
+    at: datetime,
+    start_time: datetime | None = None,
+    n: int = 60,
+    method: str = "hpc_job_label",
+    **fields,
+) -> dict:
     """An int_gpu_minutes_attributed row: ``n`` samples of n1 GPU 0 in the hour at ``at`` tied to
     the run of ``hpc_job`` that started at ``start_time`` (default: the hour); sums via fields."""
     row = {c: (0.0 if c.endswith(("_n", "_sum")) else None) for c in ATTRIBUTED_SCHEMA} | {
-        "cluster": "c1", "hostname": "n1", "gpu": 0, "hour": at, "job_id_raw": hpc_job,
-        "start_time": start_time if start_time is not None or hpc_job is None else at, "attribution_method": method, "samples": float(n), "zero_samples": 0.0,
+        "cluster": "c1",
+        "hostname": "n1",
+        "gpu": 0,
+        "hour": at,
+        "job_id_raw": hpc_job,
+        "start_time": start_time if start_time is not None or hpc_job is None else at,
+        "attribution_method": method,
+        "samples": float(n),
+        "zero_samples": 0.0,
     }
     return row | fields
 

@@ -8,11 +8,22 @@ import polars as pl
 
 DAY = date(2026, 3, 2)
 MIDNIGHT = datetime(2026, 3, 2)
-MODELS = {"H100": ("NVIDIA H100 80GB HBM3", 81559), "H200": ("NVIDIA H200", 143771),
-          "A100": ("NVIDIA A100-SXM4-80GB", 81920)}
-ALLOC_SCHEMA = {"job_id_raw": pl.String, "run_index": pl.Int64, "hostname": pl.String, "gpu": pl.Int16,
-                "gpu_i_id": pl.Int16, "start_time": pl.Datetime("us"), "end_time": pl.Datetime("us"),
-                "kind": pl.String, "seed": pl.Int64}
+MODELS = {
+    "H100": ("NVIDIA H100 80GB HBM3", 81559),
+    "H200": ("NVIDIA H200", 143771),
+    "A100": ("NVIDIA A100-SXM4-80GB", 81920),
+}
+ALLOC_SCHEMA = {
+    "job_id_raw": pl.String,
+    "run_index": pl.Int64,
+    "hostname": pl.String,
+    "gpu": pl.Int16,
+    "gpu_i_id": pl.Int16,
+    "start_time": pl.Datetime("us"),
+    "end_time": pl.Datetime("us"),
+    "kind": pl.String,
+    "seed": pl.Int64,
+}
 
 
 def inventory(models: list[str], mig_gpus: int = 0) -> pl.DataFrame:
@@ -28,16 +39,28 @@ def inventory(models: list[str], mig_gpus: int = 0) -> pl.DataFrame:
 
 def _instance(host: str, gpu: int, model: str, gi: int | None) -> dict[str, object]:
     name, memory = MODELS[model]
-    return {"cluster": "t", "hostname": host, "gpu": gpu, "uuid": f"GPU-{host}-{gpu}",
-            "pci_bus_id": f"00000000:{gpu:02X}:00.0", "device": f"nvidia{gpu}", "model_name": name, "gpu_model": model,
-            "memory_mib": 40192 if gi else memory, "gpu_i_id": gi, "gpu_i_profile": "3g.40gb" if gi else None,
-            "nvlink_domain": "d0", "switch_group": "s0"}
+    return {
+        "cluster": "t",
+        "hostname": host,
+        "gpu": gpu,
+        "uuid": f"GPU-{host}-{gpu}",
+        "pci_bus_id": f"00000000:{gpu:02X}:00.0",
+        "device": f"nvidia{gpu}",
+        "model_name": name,
+        "gpu_model": model,
+        "memory_mib": 40192 if gi else memory,
+        "gpu_i_id": gi,
+        "gpu_i_profile": "3g.40gb" if gi else None,
+        "nvlink_domain": "d0",
+        "switch_group": "s0",
+    }
 
 
 def allocations(rows: list[tuple]) -> pl.DataFrame:
     """Rows of (job, host, gpu, gpu_i_id, start, end, kind, seed); run_index 0."""
-    return pl.DataFrame([(j, 0, h, g, gi, s, e, k, sd) for j, h, g, gi, s, e, k, sd in rows],
-                        schema=ALLOC_SCHEMA, orient="row")
+    return pl.DataFrame(
+        [(j, 0, h, g, gi, s, e, k, sd) for j, h, g, gi, s, e, k, sd in rows], schema=ALLOC_SCHEMA, orient="row"
+    )
 
 
 def at(hours: float = 0.0, seconds: float = 0.0) -> datetime:
@@ -46,6 +69,8 @@ def at(hours: float = 0.0, seconds: float = 0.0) -> datetime:
 
 def steady(frame: pl.DataFrame, alloc: pl.DataFrame, step: int) -> pl.DataFrame:
     """Samples inside a job after its CUDA-init sample, with the job's kind."""
-    return (frame.join(alloc.select("job_id_raw", "hostname", "gpu", "start_time", "kind"),
-                       left_on=["hpc_job", "hostname", "gpu"], right_on=["job_id_raw", "hostname", "gpu"])
-            .filter(pl.col("ts") >= pl.col("start_time") + timedelta(seconds=step)))
+    return frame.join(
+        alloc.select("job_id_raw", "hostname", "gpu", "start_time", "kind"),
+        left_on=["hpc_job", "hostname", "gpu"],
+        right_on=["job_id_raw", "hostname", "gpu"],
+    ).filter(pl.col("ts") >= pl.col("start_time") + timedelta(seconds=step))

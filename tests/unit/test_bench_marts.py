@@ -24,9 +24,11 @@ def test_months_without_a_dagster_partition_are_refused() -> None:
 
 
 def test_seconds_add_the_fastest_round_of_each_month_and_rss_is_the_highest() -> None:
-    builds = [{"month": "2026-09-01", "seconds": 12.0, "peak_rss_gb": 2.0},
-              {"month": "2026-10-01", "seconds": 5.0, "peak_rss_gb": 1.0},
-              {"month": "2026-09-01", "seconds": 10.0, "peak_rss_gb": 3.0},
-              {"month": "2026-10-01", "seconds": 6.0, "peak_rss_gb": 1.5}]
+    builds = [
+        {"month": "2026-09-01", "seconds": 12.0, "peak_rss_gb": 2.0},
+        {"month": "2026-10-01", "seconds": 5.0, "peak_rss_gb": 1.0},
+        {"month": "2026-09-01", "seconds": 10.0, "peak_rss_gb": 3.0},
+        {"month": "2026-10-01", "seconds": 6.0, "peak_rss_gb": 1.5},
+    ]
     result = MartsBenchResult(16, 61, 15, Path("/tmp/x"), True, 100, builds, None, (0.1, 0.2))
     assert result.summary() == {"samples": 100, "seconds": 15.0, "peak_rss_gb": 3.0}

@@ -19,8 +19,11 @@ from transforms.fct_chargeback_jobs import job_corrections
 from transforms.mart_chargeback_reconciliation import mart_chargeback_reconciliation
 
 NEXT = date(2026, 11, 1)
-CONFIG = rates(idle_capacity="proportional", qos_multipliers={"high": 1.5},
-               price_changes=[{"gpu_model": "H100", "gpu_hour": 2.8, "effective": datetime(2026, 10, 20, 6, 30, 15)}])
+CONFIG = rates(
+    idle_capacity="proportional",
+    qos_multipliers={"high": 1.5},
+    price_changes=[{"gpu_model": "H100", "gpu_hour": 2.8, "effective": datetime(2026, 10, 20, 6, 30, 15)}],
+)
 CAPACITY = capacity(h100_gpus=4, mig_slices={"3g.40gb": 6 / 7, "1g.10gb": 2 / 7})
 
 
@@ -49,8 +52,14 @@ def test_export_files_conform_to_focus(tmp_path: Path) -> None:
     assert parquet_problems(paths["focus_parquet"]) == []
     header = paths["focus_csv"].read_text().splitlines()[0].split(",")
     assert header == EXPORT_COLUMNS and set(MANDATORY) <= set(header)
-    assert header[len(FOCUS_COLUMNS):][:6] == ["x_ActiveGpuHours", "x_IdleGpuHours", "x_Utilization", "x_JobCount",
-                                                "x_Division", "x_IdleShare"]
+    assert header[len(FOCUS_COLUMNS) :][:6] == [
+        "x_ActiveGpuHours",
+        "x_IdleGpuHours",
+        "x_Utilization",
+        "x_JobCount",
+        "x_Division",
+        "x_IdleShare",
+    ]
     text = paths["focus_csv"].read_text() + paths["jobs_csv"].read_text()
     assert "e-0" not in text and "00000001" not in text  # no float artefacts
     jobs = pl.read_csv(paths["jobs_csv"], infer_schema=False)
@@ -74,9 +83,14 @@ def test_rows_per_department_model_and_charge_period() -> None:
     key = ["SubAccountId", "SkuId", "SkuPriceId", "ChargePeriodStart"]
     assert usage_rows.select(key).is_unique().all()
     h100 = usage_rows.filter((pl.col("SubAccountId") == "nlp") & (pl.col("SkuId") == "H100"))
-    assert h100["ChargePeriodStart"].unique().sort().to_list() == [datetime(2026, 10, 1), datetime(2026, 10, 20, 6, 30, 15)]
+    assert h100["ChargePeriodStart"].unique().sort().to_list() == [
+        datetime(2026, 10, 1),
+        datetime(2026, 10, 20, 6, 30, 15),
+    ]
     assert set(usage_rows["SkuId"]) == {"H100", "A100 3g.40gb", "A100 1g.10gb"}
-    assert usage_rows.filter(pl.col("SubAccountId") == "nlp")["SubAccountName"].unique().to_list() == ["Language Models"]
+    assert usage_rows.filter(pl.col("SubAccountId") == "nlp")["SubAccountName"].unique().to_list() == [
+        "Language Models"
+    ]
     unmeasured = usage_rows.filter(pl.col("SkuId") == "A100 1g.10gb")
     assert unmeasured["x_Utilization"].to_list() == [None] and unmeasured["x_JobCount"].to_list() == [1]
 
@@ -92,12 +106,15 @@ def test_totals_reconcile_and_costs_are_policy_independent_to_the_cent() -> None
     assert max(totals.values()) - min(totals.values()) <= Decimal("0.05")
 
 
-@pytest.mark.parametrize(("tamper", "failing"), [
-    ("drop_job_line", {"departments_balanced", "jobs_balanced"}),
-    ("drop_idle_row", {"capacity_balanced"}),
-    ("change_cost", {"cost_balanced", "departments_balanced"}),
-    ("late_job", {"jobs_balanced"}),
-])
+@pytest.mark.parametrize(
+    ("tamper", "failing"),
+    [
+        ("drop_job_line", {"departments_balanced", "jobs_balanced"}),
+        ("drop_idle_row", {"capacity_balanced"}),
+        ("change_cost", {"cost_balanced", "departments_balanced"}),
+        ("late_job", {"jobs_balanced"}),
+    ],
+)
 def test_reconciliation_fires_on_each_kind_of_mismatch(tamper: str, failing: set[str]) -> None:
     built = build(month_usage(), CONFIG, CAPACITY)
     focus, jobs, job_usage = built.focus, built.jobs, month_usage()
@@ -105,10 +122,15 @@ def test_reconciliation_fires_on_each_kind_of_mismatch(tamper: str, failing: set
         jobs = jobs.filter(pl.col("job_id_raw") != "102")
     elif tamper == "drop_idle_row":
         focus = focus.filter(pl.col("x_ChargeKind") != "idle_capacity").vstack(
-            focus.filter(pl.col("x_ChargeKind") == "idle_capacity").slice(1))
+            focus.filter(pl.col("x_ChargeKind") == "idle_capacity").slice(1)
+        )
     elif tamper == "change_cost":
-        focus = focus.with_columns(pl.when(pl.col("SkuId") == "A100 3g.40gb").then(pl.col("BilledCost") + Decimal("0.01"))
-                                   .otherwise(pl.col("BilledCost")).alias("BilledCost"))
+        focus = focus.with_columns(
+            pl.when(pl.col("SkuId") == "A100 3g.40gb")
+            .then(pl.col("BilledCost") + Decimal("0.01"))
+            .otherwise(pl.col("BilledCost"))
+            .alias("BilledCost")
+        )
     else:
         job_usage = pl.concat([job_usage, usage(run("999", datetime(2026, 10, 12), 3))])
     rec = reconcile(focus, jobs, job_usage)
@@ -131,7 +153,10 @@ def test_unpriced_model_fails_the_cost_check() -> None:
 def _late(job_usage: pl.DataFrame) -> pl.DataFrame:
     """Late data: an extra sacct run, and account 'legacy' now mapped to speech."""
     remapped = job_usage.with_columns(
-        pl.when(pl.col("account") == "legacy").then(pl.lit("speech")).otherwise(pl.col("department")).alias("department"),
+        pl.when(pl.col("account") == "legacy")
+        .then(pl.lit("speech"))
+        .otherwise(pl.col("department"))
+        .alias("department"),
         pl.when(pl.col("account") == "legacy").then(pl.lit("research")).otherwise(pl.col("division")).alias("division"),
     )
     return pl.concat([remapped, usage(run("107", datetime(2026, 10, 19, 23), 2, gpus=2))])
@@ -154,7 +179,9 @@ def test_corrections_move_the_difference_and_never_count_twice() -> None:
     assert now.focus.filter(unmapped).is_empty()
     # all three sets together still reconcile (the closed month's rows + corrections = now)
     rec = reconcile(pl.concat([closed.focus, focus_fix]), pl.concat([closed.jobs, jobs_fix]), _late(month_usage()))
-    assert rec.select("capacity_balanced", "cost_balanced", "departments_balanced", "jobs_balanced").row(0) == (True,) * 4
+    assert (
+        rec.select("capacity_balanced", "cost_balanced", "departments_balanced", "jobs_balanced").row(0) == (True,) * 4
+    )
 
 
 def test_rerun_without_new_data_adds_no_correction() -> None:
@@ -174,7 +201,10 @@ def test_correction_of_a_correction_books_only_the_new_difference() -> None:
     second = focus_corrections(now.focus, pl.concat([closed.focus, first]), date(2026, 12, 1))
     assert (second["billing_month"] == date(2026, 12, 1)).all()
     assert second.filter(pl.col("x_ChargeKind") == "usage")["BilledCost"].sum() == Decimal("12.50") + Decimal("1.50")
-    assert closed.focus["BilledCost"].sum() + first["BilledCost"].sum() + second["BilledCost"].sum() == now.focus["BilledCost"].sum()
+    assert (
+        closed.focus["BilledCost"].sum() + first["BilledCost"].sum() + second["BilledCost"].sum()
+        == now.focus["BilledCost"].sum()
+    )
 
 
 def test_price_change_after_close_is_corrected_without_quantity() -> None:
@@ -205,14 +235,19 @@ def test_section_summarises_and_flags_failures() -> None:
 def test_section_names_a_closed_month_and_accepted_gaps() -> None:
     built = build(month_usage(), CONFIG, CAPACITY)
     rec = reconcile(built.focus, built.jobs, month_usage())
-    closed = pl.DataFrame({
-        "billing_month": [date(2026, 9, 1), date(2026, 10, 1)],
-        "closed_at": [datetime(2026, 10, 7, 9), datetime(2026, 11, 8, 10, 30)],
-        "accepted_gaps": ["sacct of 09-14 lost", None],
-        "gaps": ["not landed: cluster 'c1' sacct: 2026-09-14 missing\ncluster 'c1': sample coverage 85.0% below "
-                 "close.min_coverage 90.0% (marts.mart_cluster_monthly)", None],
-        "head_hash": ["a" * 64, "b" * 64],
-    })
+    closed = pl.DataFrame(
+        {
+            "billing_month": [date(2026, 9, 1), date(2026, 10, 1)],
+            "closed_at": [datetime(2026, 10, 7, 9), datetime(2026, 11, 8, 10, 30)],
+            "accepted_gaps": ["sacct of 09-14 lost", None],
+            "gaps": [
+                "not landed: cluster 'c1' sacct: 2026-09-14 missing\ncluster 'c1': sample coverage 85.0% below "
+                "close.min_coverage 90.0% (marts.mart_cluster_monthly)",
+                None,
+            ],
+            "head_hash": ["a" * 64, "b" * 64],
+        }
+    )
     assert closed_lines(closed, "2026-10") == [
         "2026-09 was closed with accepted gaps: sacct of 09-14 lost (gaps: not landed: cluster 'c1' sacct: 2026-09-14 "
         "missing; cluster 'c1': sample coverage 85.0% below close.min_coverage 90.0% (marts.mart_cluster_monthly)).",

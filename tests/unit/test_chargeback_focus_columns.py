@@ -32,8 +32,9 @@ def test_corrections_are_not_on_the_closed_months_invoice() -> None:
 
 def _rewrite(path: Path, **columns: list[str | None]) -> list[str]:
     frame = pl.read_csv(path, infer_schema=False)
-    frame.with_columns(pl.Series(name, values + frame[name].to_list()[len(values):])
-                       for name, values in columns.items()).write_csv(path)
+    frame.with_columns(
+        pl.Series(name, values + frame[name].to_list()[len(values) :]) for name, values in columns.items()
+    ).write_csv(path)
     return csv_problems(path)
 
 
@@ -48,7 +49,10 @@ def test_conformance_holds_the_focus_1_2_rules_for_the_new_columns(tmp_path: Pat
     ]
     path = write_chargeback_files(built.focus, built.jobs, tmp_path, "2026-10")["focus_csv"]
     assert _rewrite(path, InvoiceId=["acct-2026-10"]) == [
-        "InvoiceId null on 19 of 20 rows: a billing month has its invoice on every row or on none"]
+        "InvoiceId null on 19 of 20 rows: a billing month has its invoice on every row or on none"
+    ]
     assert _rewrite(path, InvoiceId=["acct-2026-10"] * 19 + ["acct-2026-1\u00f6"]) == [
-        "BillingAccountId 'acct' has 2 InvoiceIds", "row 19: InvoiceId 'acct-2026-1\u00f6' has non-ASCII characters"]
+        "BillingAccountId 'acct' has 2 InvoiceIds",
+        "row 19: InvoiceId 'acct-2026-1\u00f6' has non-ASCII characters",
+    ]
     assert _rewrite(path, InvoiceId=["acct-2026-10"] * 20) == []

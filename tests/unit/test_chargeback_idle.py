@@ -11,8 +11,8 @@ from tests.support.chargeback_frames import build, capacity, rates, run, usage
 from transforms.int_charge_idle import UNALLOCATED, capacity_by_model, int_charge_idle
 
 JOBS = usage(
-    run("1", datetime(2026, 10, 2), 30, department="nlp"),        # 30 GPU-h
-    run("2", datetime(2026, 10, 3), 10, department="speech"),     # 10 GPU-h
+    run("1", datetime(2026, 10, 2), 30, department="nlp"),  # 30 GPU-h
+    run("2", datetime(2026, 10, 3), 10, department="speech"),  # 10 GPU-h
     run("3", datetime(2026, 10, 4), 7, gpus=3 / 7, department="speech", gpu_model="A100 3g.40gb"),  # 3 GPU-h
 )
 CAPACITY = capacity(h100_gpus=1, mig_slices={"3g.40gb": 3 / 7})
@@ -60,8 +60,9 @@ def test_cluster_without_jobs_keeps_idle_with_the_owner_under_any_policy() -> No
 
 
 def test_overbooked_capacity_stays_negative_with_the_owner() -> None:
-    idle = build(usage(run("1", datetime(2026, 10, 2), 10, gpus=2)), rates(idle_capacity="even"),
-                 capacity(h100_gpus=1, hours=5)).idle
+    idle = build(
+        usage(run("1", datetime(2026, 10, 2), 10, gpus=2)), rates(idle_capacity="even"), capacity(h100_gpus=1, hours=5)
+    ).idle
     assert idle["department"].to_list() == [UNALLOCATED] and idle["gpu_hours_micro"].to_list() == [-15_000_000]
 
 
@@ -72,10 +73,14 @@ def test_unknown_policy_is_rejected() -> None:
 
 
 def test_capacity_by_model_labels_mig_profiles_like_job_usage() -> None:
-    inventory = pl.DataFrame({
-        "cluster": ["c1"] * 4, "gpu_model": ["H100", "H100", "A100", "A100"],
-        "gpu_i_profile": [None, None, "3g.40gb", "3g.40gb"], "gpu_fraction": [1.0, 1.0, 3 / 7, 3 / 7],
-    })
+    inventory = pl.DataFrame(
+        {
+            "cluster": ["c1"] * 4,
+            "gpu_model": ["H100", "H100", "A100", "A100"],
+            "gpu_i_profile": [None, None, "3g.40gb", "3g.40gb"],
+            "gpu_fraction": [1.0, 1.0, 3 / 7, 3 / 7],
+        }
+    )
     out = capacity_by_model(inventory, datetime(2026, 10, 1), datetime(2026, 11, 1))
     assert out["gpu_model"].to_list() == ["A100 3g.40gb", "H100"]
     assert out["capacity_gpu_hours"].to_list() == pytest.approx([2 * 3 / 7 * 744, 2 * 744])

@@ -30,21 +30,40 @@ def test_existing_table_form_still_loads_with_defaults() -> None:
     assert config.rates.focus.billing_account_id == "cardhours"
 
 
-@pytest.mark.parametrize(("extra", "key", "reason"), [
-    ({"idle_capacity": "spread"}, "rates.idle_capacity", "'none', 'proportional' or 'even'"),
-    ({"price_changes": [{"gpu_model": "H200", "gpu_hour": 3.0, "effective": datetime(2026, 10, 15)}]},
-     "rates.price_changes[0].gpu_model", "no base price for gpu_model 'H200'"),
-    ({"price_changes": [{"gpu_model": "H100", "gpu_hour": -1.0, "effective": datetime(2026, 10, 15)}]},
-     "rates.price_changes[0].gpu_hour", "greater than or equal to 0"),
-    ({"price_changes": [{"gpu_model": "H100", "gpu_hour": 3.0, "effective": "2026-10-15"}]},
-     "rates.price_changes[0].effective", "must be a TOML date-time"),
-    ({"price_changes": [{"gpu_model": "H100", "gpu_hour": 3.0, "effective": datetime(2026, 10, 15)},
-                        {"gpu_model": "H100", "gpu_hour": 3.1, "effective": datetime(2026, 10, 15)}]},
-     "rates.price_changes[1].effective", "already changes price"),
-    ({"qos_multipliers": {"high": -1.5}}, "rates.qos_multipliers.high", "greater than or equal to 0"),
-    ({"focus": {"billing_acount_id": "x"}}, "rates.focus.billing_acount_id", "did you mean 'billing_account_id'"),
-    ({"focus": {"service_name": " "}}, "rates.focus.service_name", "must not be empty"),
-])
+@pytest.mark.parametrize(
+    ("extra", "key", "reason"),
+    [
+        ({"idle_capacity": "spread"}, "rates.idle_capacity", "'none', 'proportional' or 'even'"),
+        (
+            {"price_changes": [{"gpu_model": "H200", "gpu_hour": 3.0, "effective": datetime(2026, 10, 15)}]},
+            "rates.price_changes[0].gpu_model",
+            "no base price for gpu_model 'H200'",
+        ),
+        (
+            {"price_changes": [{"gpu_model": "H100", "gpu_hour": -1.0, "effective": datetime(2026, 10, 15)}]},
+            "rates.price_changes[0].gpu_hour",
+            "greater than or equal to 0",
+        ),
+        (
+            {"price_changes": [{"gpu_model": "H100", "gpu_hour": 3.0, "effective": "2026-10-15"}]},
+            "rates.price_changes[0].effective",
+            "must be a TOML date-time",
+        ),
+        (
+            {
+                "price_changes": [
+                    {"gpu_model": "H100", "gpu_hour": 3.0, "effective": datetime(2026, 10, 15)},
+                    {"gpu_model": "H100", "gpu_hour": 3.1, "effective": datetime(2026, 10, 15)},
+                ]
+            },
+            "rates.price_changes[1].effective",
+            "already changes price",
+        ),
+        ({"qos_multipliers": {"high": -1.5}}, "rates.qos_multipliers.high", "greater than or equal to 0"),
+        ({"focus": {"billing_acount_id": "x"}}, "rates.focus.billing_acount_id", "did you mean 'billing_account_id'"),
+        ({"focus": {"service_name": " "}}, "rates.focus.service_name", "must not be empty"),
+    ],
+)
 def test_rates_errors_name_the_key(extra: dict, key: str, reason: str) -> None:
     with pytest.raises(ConfigError) as error:
         parse_config(_example(**extra), source="site.toml")
@@ -54,21 +73,36 @@ def test_rates_errors_name_the_key(extra: dict, key: str, reason: str) -> None:
 
 def test_price_change_instants_are_utc_whole_seconds() -> None:
     cest = timezone(timedelta(hours=2))
-    config = parse_config(_example(price_changes=[
-        {"gpu_model": "H100", "gpu_hour": 3.0, "effective": datetime(2026, 10, 15, 14, 0, tzinfo=cest)},
-        {"gpu_model": "A100", "gpu_hour": 1.0, "effective": datetime(2026, 10, 20).date()},
-    ]))
+    config = parse_config(
+        _example(
+            price_changes=[
+                {"gpu_model": "H100", "gpu_hour": 3.0, "effective": datetime(2026, 10, 15, 14, 0, tzinfo=cest)},
+                {"gpu_model": "A100", "gpu_hour": 1.0, "effective": datetime(2026, 10, 20).date()},
+            ]
+        )
+    )
     assert config.rates.price_segments("H100", START, END) == [
-        (START, datetime(2026, 10, 15, 12), Decimal("2.5")), (datetime(2026, 10, 15, 12), END, Decimal("3.0"))]
+        (START, datetime(2026, 10, 15, 12), Decimal("2.5")),
+        (datetime(2026, 10, 15, 12), END, Decimal("3.0")),
+    ]
     assert config.rates.price_segments("A100", START, END)[1] == (datetime(2026, 10, 20), END, Decimal("1.0"))
     with pytest.raises(ConfigError, match="whole seconds"):
-        parse_config(_example(price_changes=[
-            {"gpu_model": "H100", "gpu_hour": 3.0, "effective": datetime(2026, 10, 15, 0, 0, 0, 500)}]))
+        parse_config(
+            _example(
+                price_changes=[
+                    {"gpu_model": "H100", "gpu_hour": 3.0, "effective": datetime(2026, 10, 15, 0, 0, 0, 500)}
+                ]
+            )
+        )
 
 
 def test_price_changes_before_and_after_the_month() -> None:
-    config = rates(price_changes=[{"gpu_model": "H100", "gpu_hour": 2.0, "effective": datetime(2026, 9, 1)},
-                                  {"gpu_model": "H100", "gpu_hour": 9.0, "effective": datetime(2026, 11, 1)}])
+    config = rates(
+        price_changes=[
+            {"gpu_model": "H100", "gpu_hour": 2.0, "effective": datetime(2026, 9, 1)},
+            {"gpu_model": "H100", "gpu_hour": 9.0, "effective": datetime(2026, 11, 1)},
+        ]
+    )
     assert config.price_segments("H100", START, END) == [(START, END, Decimal("2.0"))]
 
 
@@ -79,12 +113,18 @@ def test_half_up_and_scaled_decimals() -> None:
     frame = pl.DataFrame({"n": [5, 15, -5, 14, 0]})
     assert frame.select(div_half_up(pl.col("n"), 10)).to_series().to_list() == [1, 2, -1, 1, 0]
     assert frame.select(scaled_decimal(pl.col("n") * 1001, 2)).to_series().to_list() == [
-        Decimal("50.05"), Decimal("150.15"), Decimal("-50.05"), Decimal("140.14"), Decimal("0.00")]
+        Decimal("50.05"),
+        Decimal("150.15"),
+        Decimal("-50.05"),
+        Decimal("140.14"),
+        Decimal("0.00"),
+    ]
 
 
 def test_largest_remainder_sums_exactly_and_breaks_ties_by_order() -> None:
-    frame = pl.DataFrame({"g": ["a"] * 3 + ["b"] * 2, "k": [1, 2, 3, 1, 2], "total": [100] * 3 + [7] * 2,
-                          "w": [1, 1, 1, 0, 0]})
+    frame = pl.DataFrame(
+        {"g": ["a"] * 3 + ["b"] * 2, "k": [1, 2, 3, 1, 2], "total": [100] * 3 + [7] * 2, "w": [1, 1, 1, 0, 0]}
+    )
     out = largest_remainder(frame, "total", "w", ["g"], ["k"], "share")
     assert out["share"].to_list() == [34, 33, 33, 7, 0]
 
@@ -93,7 +133,9 @@ def test_largest_remainder_sums_exactly_and_breaks_ties_by_order() -> None:
 
 
 def test_rate_change_mid_month_splits_a_run_to_the_second() -> None:
-    config = rates(price_changes=[{"gpu_model": "H100", "gpu_hour": 3.0, "effective": datetime(2026, 10, 15, 12, 0, 1)}])
+    config = rates(
+        price_changes=[{"gpu_model": "H100", "gpu_hour": 3.0, "effective": datetime(2026, 10, 15, 12, 0, 1)}]
+    )
     job = run("1", datetime(2026, 10, 15, 11, 0), 2, gpus=2)
     lines = build(usage(job), config).lines
     assert lines["charge_seconds"].to_list() == [3601, 3599]
@@ -126,17 +168,20 @@ def test_mig_slice_is_priced_at_its_weight_of_the_base_model() -> None:
 
 def test_multipliers_apply_per_partition_and_qos() -> None:
     config = rates(partition_multipliers={"debug": 0.5}, qos_multipliers={"high": 1.5})
-    jobs = usage(run("1", datetime(2026, 10, 2), 1, partition="debug", qos="high"),
-                 run("2", datetime(2026, 10, 2), 1, partition="debug"),
-                 run("3", datetime(2026, 10, 2), 1))
+    jobs = usage(
+        run("1", datetime(2026, 10, 2), 1, partition="debug", qos="high"),
+        run("2", datetime(2026, 10, 2), 1, partition="debug"),
+        run("3", datetime(2026, 10, 2), 1),
+    )
     lines = build(jobs, config).lines.sort("job_id_raw")
     assert lines["price_multiplier_micro"].to_list() == [750_000, 500_000, 1_000_000]
     assert lines["unit_price_micro"].to_list() == [1_875_000, 1_250_000, 2_500_000]
 
 
 def test_unmapped_account_is_charged_to_unmapped() -> None:
-    built = build(usage(run("1", datetime(2026, 10, 2), 4, department="unmapped", division="unmapped",
-                            account="legacy")))
+    built = build(
+        usage(run("1", datetime(2026, 10, 2), 4, department="unmapped", division="unmapped", account="legacy"))
+    )
     assert built.lines["department"].to_list() == ["unmapped"]
     row = built.focus.filter(pl.col("x_ChargeKind") == "usage")
     assert row["SubAccountId"].to_list() == ["unmapped"] and row["BilledCost"].to_list() == [Decimal("10.00")]

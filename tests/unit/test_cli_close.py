@@ -23,7 +23,11 @@ def test_close_is_listed_and_documented() -> None:
 def test_close_rejects_a_bad_month_and_a_bad_config(tmp_path: Path) -> None:
     assert runner.invoke(app, ["close", "--config", str(EXAMPLE), "--month", "2026-1"]).exit_code == 2
     bad = tmp_path / "bad.toml"
-    bad.write_text(EXAMPLE.read_text().replace('idle_capacity = "none"', "").replace("[rates]\n", '[rates]\nidle_capacity = "half"\n'))
+    bad.write_text(
+        EXAMPLE.read_text()
+        .replace('idle_capacity = "none"', "")
+        .replace("[rates]\n", '[rates]\nidle_capacity = "half"\n')
+    )
     result = runner.invoke(app, ["close", "--config", str(bad), "--month", "2026-10"])
     assert result.exit_code == 2 and "rates.idle_capacity" in result.output
 

@@ -51,14 +51,16 @@ def test_config_is_immutable() -> None:
 
 
 def test_allowed_variations_validate() -> None:
-    config = parse_config(example(
-        put("rates.gpu_hour.B200", 5.0),  # a rate no node group uses is fine
-        put("org", {}),  # everything unmapped downstream
-        drop("flags"),
-        drop("quotas"),
-        put(f"{NG1}.mig_layout", ["1g.10gb+me", "3g.40gb"]),  # not all slices used
-        put("clusters[0].slurm.slurm_cluster", "alpha-slurm"),
-    ))
+    config = parse_config(
+        example(
+            put("rates.gpu_hour.B200", 5.0),  # a rate no node group uses is fine
+            put("org", {}),  # everything unmapped downstream
+            drop("flags"),
+            drop("quotas"),
+            put(f"{NG1}.mig_layout", ["1g.10gb+me", "3g.40gb"]),  # not all slices used
+            put("clusters[0].slurm.slurm_cluster", "alpha-slurm"),
+        )
+    )
     assert config.org.accounts == [] and config.org.departments == {}
     assert config.flags == FlagsConfig() and config.quotas == QuotasConfig()
     assert config.cluster("alpha").slurm is not None
@@ -85,7 +87,9 @@ def test_defaults_for_absent_sections() -> None:
 
 
 def test_file_source_step_seconds_sets_sample_step(tmp_path) -> None:
-    text = EXAMPLE_CONFIG.read_text().replace('source = "prometheus"', 'source = "file"\npath = "m"\nstep_seconds = 300', 1)
+    text = EXAMPLE_CONFIG.read_text().replace(
+        'source = "prometheus"', 'source = "file"\npath = "m"\nstep_seconds = 300', 1
+    )
     path = tmp_path / "c.toml"
     path.write_text(text)
     assert load_config(path).clusters[0].sample_step_seconds == 300

@@ -38,8 +38,10 @@ def test_example_has_the_section_with_v2_defaults() -> None:
     assert kube is not None and kube.metric_names.pod_info == "kube_pod_info"
     assert kube.kept_labels == ["label_department", "label_team", "label_kueue_x_k8s_io_queue_name"]
     assert not kube.kueue.enabled and "kube_pod_completion_time" in kube.pod_metrics()
-    assert KubernetesConfig().kueue.metrics()[:2] == ["kueue_admission_wait_time_seconds_sum",
-                                                      "kueue_admission_wait_time_seconds_count"]
+    assert KubernetesConfig().kueue.metrics()[:2] == [
+        "kueue_admission_wait_time_seconds_sum",
+        "kueue_admission_wait_time_seconds_count",
+    ]
 
 
 def test_section_is_optional() -> None:
@@ -52,15 +54,18 @@ def test_needs_prometheus_or_a_path() -> None:
     assert config.clusters[0].kubernetes.path.name == "kube_state.om"
 
 
-@pytest.mark.parametrize(("kube", "key"), [
-    ({"department_labels": []}, "clusters[0].kubernetes.department_labels"),
-    ({"department_labels": ["label-department"]}, "clusters[0].kubernetes.department_labels[0]"),
-    ({"queue_label": "queue name"}, "clusters[0].kubernetes.queue_label"),
-    ({"metric_names": {"pod_info": "kube pod info"}}, "clusters[0].kubernetes.metric_names.pod_info"),
-    ({"metric_names": {"pod_infos": "x"}}, "clusters[0].kubernetes.metric_names.pod_infos"),
-    ({"kueue": {"pending_workloads": "1bad"}}, "clusters[0].kubernetes.kueue.pending_workloads"),
-    ({"selector": 'job="ksm"'}, "clusters[0].kubernetes.selector"),
-    ({"step_seconds": 0}, "clusters[0].kubernetes.step_seconds"),
-])
+@pytest.mark.parametrize(
+    ("kube", "key"),
+    [
+        ({"department_labels": []}, "clusters[0].kubernetes.department_labels"),
+        ({"department_labels": ["label-department"]}, "clusters[0].kubernetes.department_labels[0]"),
+        ({"queue_label": "queue name"}, "clusters[0].kubernetes.queue_label"),
+        ({"metric_names": {"pod_info": "kube pod info"}}, "clusters[0].kubernetes.metric_names.pod_info"),
+        ({"metric_names": {"pod_infos": "x"}}, "clusters[0].kubernetes.metric_names.pod_infos"),
+        ({"kueue": {"pending_workloads": "1bad"}}, "clusters[0].kubernetes.kueue.pending_workloads"),
+        ({"selector": 'job="ksm"'}, "clusters[0].kubernetes.selector"),
+        ({"step_seconds": 0}, "clusters[0].kubernetes.step_seconds"),
+    ],
+)
 def test_mistakes_name_the_key(kube: dict[str, Any], key: str) -> None:
     assert any(p.startswith(key + ":") for p in problems(with_kube(kube))), problems(with_kube(kube))

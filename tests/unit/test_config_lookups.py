@@ -32,12 +32,19 @@ def test_accounts_frame_one_row_per_cluster_and_applicable_mapping() -> None:
     frame = _two_clusters().accounts_frame()
     assert frame.schema == ACCOUNTS_SCHEMA
     assert frame.select("cluster", "account").rows() == [
-        ("alpha", "vis-train"), ("alpha", "nlp-pretrain"), ("alpha", "search-infer"),
-        ("beta", "vis-train"), ("beta", "nlp-pretrain"),  # search-infer is limited to alpha
+        ("alpha", "vis-train"),
+        ("alpha", "nlp-pretrain"),
+        ("alpha", "search-infer"),
+        ("beta", "vis-train"),
+        ("beta", "nlp-pretrain"),  # search-infer is limited to alpha
     ]
     assert frame.row(2, named=True) == {
-        "cluster": "alpha", "account": "search-infer", "department": "search",
-        "department_name": "Search Ranking", "division": "product", "division_name": "Product",
+        "cluster": "alpha",
+        "account": "search-infer",
+        "department": "search",
+        "department_name": "Search Ranking",
+        "division": "product",
+        "division_name": "Product",
     }
 
 
@@ -61,8 +68,10 @@ def test_inventory_frame_whole_gpus_and_mig_instances() -> None:
     assert whole.filter(pl.col("hostname") == "gpu-012")["gpu"].to_list() == list(range(8))
     one_gpu = frame.filter((pl.col("hostname") == "gpu-014") & (pl.col("gpu") == 7))
     assert one_gpu.select("gpu_i_id", "gpu_i_profile", "memory_mib", "nvlink_domain").rows() == [
-        (0, "3g.40gb", 40960, "nvl-b"), (1, "2g.20gb", 20480, "nvl-b"),
-        (2, "1g.10gb", 10240, "nvl-b"), (3, "1g.10gb", 10240, "nvl-b"),
+        (0, "3g.40gb", 40960, "nvl-b"),
+        (1, "2g.20gb", 20480, "nvl-b"),
+        (2, "1g.10gb", 10240, "nvl-b"),
+        (3, "1g.10gb", 10240, "nvl-b"),
     ]
     assert one_gpu["gpu_fraction"].to_list() == pytest.approx([3 / 7, 2 / 7, 1 / 7, 1 / 7])
     assert sorted(frame["hostname"].unique()) == [f"gpu-{n:03d}" for n in range(1, 15)]

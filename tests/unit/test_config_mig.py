@@ -17,9 +17,16 @@ def test_capacity_counts_mig_gpus_by_layout_weight() -> None:
     assert load_config(FIXTURES / "minimal.toml").capacity_gpus("sim") == 8.0
 
 
-@pytest.mark.parametrize(("profile", "weight"), [
-    ("3g.40gb", 3 / 7), ("7g.80gb", 1.0), ("1g.10gb", 1 / 7), ("2g.20gb", 2 / 7), ("1g.10gb+me", 1 / 7),
-])
+@pytest.mark.parametrize(
+    ("profile", "weight"),
+    [
+        ("3g.40gb", 3 / 7),
+        ("7g.80gb", 1.0),
+        ("1g.10gb", 1 / 7),
+        ("2g.20gb", 2 / 7),
+        ("1g.10gb+me", 1 / 7),
+    ],
+)
 def test_mig_weight_defaults_to_slices_over_seven(profile: str, weight: float) -> None:
     assert load_config(EXAMPLE_CONFIG).rates.mig_weight(profile) == pytest.approx(weight)
 

@@ -28,11 +28,14 @@ def test_relative_config_path_gives_absolute_paths(monkeypatch: pytest.MonkeyPat
 
 def test_ca_bundle_and_absolute_and_home_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    config = parse_config(example(
-        put(f"{PROM}.ca_bundle", "certs/ca.pem"),
-        put("warehouse.path", "/var/lib/cardhours/wh.duckdb"),
-        put("reports.dir", "~/reports"),
-    ), base_dir=tmp_path)
+    config = parse_config(
+        example(
+            put(f"{PROM}.ca_bundle", "certs/ca.pem"),
+            put("warehouse.path", "/var/lib/cardhours/wh.duckdb"),
+            put("reports.dir", "~/reports"),
+        ),
+        base_dir=tmp_path,
+    )
     prometheus = config.cluster("alpha").prometheus
     assert prometheus is not None and prometheus.ca_bundle == tmp_path / "certs/ca.pem"
     assert config.warehouse.path == Path("/var/lib/cardhours/wh.duckdb")

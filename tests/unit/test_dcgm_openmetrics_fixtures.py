@@ -53,7 +53,7 @@ def test_h200_trace_om_is_every_sample_under_its_job(tmp_path: Path, style: str)
     assert lines.height == sum(raw[column].count() for column in DCGM_FIELDS.values())
     assert lines["labels"].str.contains(f'{style}="h200-node"', literal=True).all()
     other = "hostname" if style == "Hostname" else "Hostname"
-    assert not lines["labels"].str.contains(f'{other}=', literal=True).any()
+    assert not lines["labels"].str.contains(f"{other}=", literal=True).any()
     lines = lines.with_columns(pl.col("labels").str.extract(r'hpc_job="([^"]*)"').alias("hpc_job"))
     util = lines.filter(pl.col("name") == "DCGM_FI_DEV_GPU_UTIL").sort("ts")
     expected = raw.select((pl.col("ts").dt.epoch("ms") / 1000).alias("ts"), "hpc_job", "gpu_util")
@@ -81,21 +81,27 @@ def test_wild_om_holds_its_facts(tmp_path: Path) -> None:
     dup = lines.filter(pl.col("labels").str.contains(f'Hostname="{facts["duplicate_hostname"]}"', literal=True))
     assert dup.height == facts["duplicate_samples"]
     assert dup.select("ts").n_unique() == facts["duplicate_rows"]
-    a1 = lines.filter(pl.col("labels").str.contains('gpu="1",UUID="GPU-node-a-1', literal=True),
-                      pl.col("name") == "DCGM_FI_DEV_POWER_USAGE")
+    a1 = lines.filter(
+        pl.col("labels").str.contains('gpu="1",UUID="GPU-node-a-1', literal=True),
+        pl.col("name") == "DCGM_FI_DEV_POWER_USAGE",
+    )
     assert a1.height == facts["timestamps"] - facts["gap"]["missing"]
-    gr = lines.filter(pl.col("labels").str.contains("GPU-node-a-1", literal=True),
-                      pl.col("name") == "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+    gr = lines.filter(
+        pl.col("labels").str.contains("GPU-node-a-1", literal=True), pl.col("name") == "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+    )
     assert gr["value"].unique().to_list() == [0.0]
-    mig_power = lines.filter(pl.col("labels").str.contains("GPU_I_ID=", literal=True),
-                             pl.col("name") == "DCGM_FI_DEV_POWER_USAGE")
+    mig_power = lines.filter(
+        pl.col("labels").str.contains("GPU_I_ID=", literal=True), pl.col("name") == "DCGM_FI_DEV_POWER_USAGE"
+    )
     per_ts = mig_power.group_by("ts").agg(pl.len().alias("n"), pl.col("value").n_unique().alias("values"))
     assert per_ts.height == facts["mig"]["device_rows"]
     assert (per_ts["n"] == 2).all() and (per_ts["values"] == 1).all()  # repeated identically per instance
     for label in ("Hostname=", "hostname=", "exported_pod=", "pod_name=", "site_rack=", "GPU_I_PROFILE="):
         assert lines["labels"].str.contains(label, literal=True).any(), label
-    energy = lines.filter(pl.col("labels").str.contains("GPU-node-b-1", literal=True),
-                          pl.col("name") == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").sort("ts")
+    energy = lines.filter(
+        pl.col("labels").str.contains("GPU-node-b-1", literal=True),
+        pl.col("name") == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    ).sort("ts")
     assert (energy["value"].diff() < 0).sum() == 1  # exactly one counter reset
 
 
@@ -115,8 +121,12 @@ def test_promtool_keeps_every_sample(tmp_path: Path, which: str) -> None:
         pytest.fail("promtool is missing: apt-get install -y prometheus (scripts/install-system-deps.sh)")
     path = h200_trace_om(tmp_path / "in.om") if which == "h200" else wild_om(tmp_path / "in.om")[0]
     lines = sample_lines(path)
-    done = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(path), str(tmp_path / "db")],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(path), str(tmp_path / "db")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     metas = [json.loads(meta.read_text()) for meta in (tmp_path / "db").glob("*/meta.json")]
     assert sum(meta["stats"]["numSamples"] for meta in metas) == lines.height

@@ -11,22 +11,43 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cardhours.schemas import DCGM_FIELDS, SAMPLE_VALUE_COLUMNS
 import transforms.dcgm_pivot as dcgm_pivot
+from cardhours.schemas import DCGM_FIELDS, SAMPLE_VALUE_COLUMNS
 from transforms.dcgm_labels import LABEL_COLUMNS, normalize_series
 from transforms.dcgm_pivot import SCHEMA, pivot_samples
 
 T0 = datetime(2026, 3, 1)
 # The brief's order, then the other labels as tie-breakers (nulls first).
-ORDER = ["hostname", "gpu", "gpu_i_id", "hpc_job", "pod", "extra_labels",
-         "uuid", "model_name", "pci_bus_id", "device", "gpu_i_profile", "namespace", "container"]
+ORDER = [
+    "hostname",
+    "gpu",
+    "gpu_i_id",
+    "hpc_job",
+    "pod",
+    "extra_labels",
+    "uuid",
+    "model_name",
+    "pci_bus_id",
+    "device",
+    "gpu_i_profile",
+    "namespace",
+    "container",
+]
 METRIC = {field: metric for metric, field in DCGM_FIELDS.items()}
 
 
 def long_samples(series: list[dict], samples: list[tuple[int, int, float]]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(LongSamples.series, LongSamples.samples) from label dicts (with "field") and (series_id, second, value)."""
     names = sorted({k for s in series for k in s if k not in ("field", "series_id")})
-    rows = [{"series_id": s["series_id"], "__name__": METRIC[s["field"]], **dict.fromkeys(names), **{k: v for k, v in s.items() if k != "field"}} for s in series]
+    rows = [
+        {
+            "series_id": s["series_id"],
+            "__name__": METRIC[s["field"]],
+            **dict.fromkeys(names),
+            **{k: v for k, v in s.items() if k != "field"},
+        }
+        for s in series
+    ]
     frame = pl.DataFrame(rows, schema={"series_id": pl.UInt32, "__name__": pl.String, **{n: pl.String for n in names}})
     sample_frame = pl.DataFrame(
         {
@@ -47,12 +68,14 @@ def reference_pivot(normalized: pl.DataFrame, samples: pl.DataFrame) -> list[tup
         s = labels[sid]
         key = tuple(s[c] for c in LABEL_COLUMNS) + (ts,)
         wide.setdefault(key, {})[s["field"]] = value
+
     def order(item):
-        key = dict(zip([*LABEL_COLUMNS, "ts"], item[0]))
+        key = dict(zip([*LABEL_COLUMNS, "ts"], item[0], strict=True))
         return tuple((key[c] is not None, key[c] if key[c] is not None else 0) for c in ORDER) + (key["ts"],)
+
     out = []
     for key, values in sorted(wide.items(), key=order):
-        named = dict(zip([*LABEL_COLUMNS, "ts"], key))
+        named = dict(zip([*LABEL_COLUMNS, "ts"], key, strict=True))
         out.append(tuple(named[c] if c in named else values.get(c) for c in SCHEMA))
     return out
 
@@ -66,7 +89,14 @@ def random_case(seed: int, n_gpus: int = 6, n_ts: int = 40) -> tuple[pl.DataFram
             mig = rng.choice([None, "1", "2"])
             for field in rng.sample(SAMPLE_VALUE_COLUMNS, k=rng.randint(1, 5)):
                 sid += 1
-                labels = {"series_id": sid, "field": field, "gpu": str(g % 4), "UUID": f"GPU-{g}", "hpc_job": job, "GPU_I_ID": mig}
+                labels = {
+                    "series_id": sid,
+                    "field": field,
+                    "gpu": str(g % 4),
+                    "UUID": f"GPU-{g}",
+                    "hpc_job": job,
+                    "GPU_I_ID": mig,
+                }
                 if host:
                     labels["Hostname"] = host
                 if rng.random() < 0.3:
@@ -86,8 +116,8 @@ def test_matches_the_obvious_pivot_exactly(seed: int) -> None:
     got = out.rows()
     want = reference_pivot(normalized, samples)
     assert len(got) == len(want)
-    for g, w in zip(got, want):  # NaN-aware equality
-        assert all((a == b) or (a != a and b != b) for a, b in zip(g, w)), (g, w)
+    for g, w in zip(got, want, strict=True):  # NaN-aware equality
+        assert all((a == b) or (a != a and b != b) for a, b in zip(g, w, strict=True)), (g, w)
     # every sample landed exactly once
     assert sum(out.select(pl.col(SAMPLE_VALUE_COLUMNS).count()).row(0)) == samples.height
 
@@ -108,8 +138,12 @@ def test_sparse_series_ids_take_the_join_path_with_the_same_result() -> None:
     sparse = pivot_samples(normalized.with_columns(shift), samples.with_columns(shift))
     assert sparse.equals(dense, null_equal=True)
     with pytest.raises(ValueError, match=r"1 samples belong to series not in normalized: \[4000000000\]"):
-        pivot_samples(normalized.with_columns(shift), samples.with_columns(shift).vstack(samples.head(1).with_columns(
-            pl.lit(4_000_000_000, dtype=pl.UInt32).alias("series_id"))))
+        pivot_samples(
+            normalized.with_columns(shift),
+            samples.with_columns(shift).vstack(
+                samples.head(1).with_columns(pl.lit(4_000_000_000, dtype=pl.UInt32).alias("series_id"))
+            ),
+        )
 
 
 def test_one_row_per_label_set_and_ts_ordered_by_host_gpu_instance_job() -> None:
@@ -123,7 +157,17 @@ def test_one_row_per_label_set_and_ts_ordered_by_host_gpu_instance_job() -> None
             {"series_id": 6, "field": "sm_active", "Hostname": "n1", "gpu": "0", "hpc_job": "10"},
             {"series_id": 7, "field": "sm_active", "Hostname": "n1", "gpu": "1", "GPU_I_ID": "1", "hpc_job": "7"},
         ],
-        [(1, 15, 0.1), (2, 0, 300.0), (2, 15, 310.0), (1, 0, 0.2), (3, 0, 0.3), (4, 0, 0.4), (5, 0, 0.5), (6, 30, 0.6), (7, 0, 0.7)],
+        [
+            (1, 15, 0.1),
+            (2, 0, 300.0),
+            (2, 15, 310.0),
+            (1, 0, 0.2),
+            (3, 0, 0.3),
+            (4, 0, 0.4),
+            (5, 0, 0.5),
+            (6, 30, 0.6),
+            (7, 0, 0.7),
+        ],
     )
     out = pivot_samples(normalize_series(series, DCGM_FIELDS), samples)
     assert out.select("hostname", "gpu", "gpu_i_id", "hpc_job", "ts", "sm_active", "power_w").rows() == [
@@ -241,6 +285,9 @@ def test_bench_a_1000_gpu_day() -> None:  # needs ~5 GB RAM; CI has 24 GiB
     result = screen_samples(raw, "2026-03-01")
     screen_s = time.perf_counter() - started
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
-    print(f"\nnormalize+pivot {pivot_s:.2f} s, screen {screen_s:.2f} s, peak RSS {peak_gb:.2f} GB, rows {result.clean.height}")
+    print(
+        f"\nnormalize+pivot {pivot_s:.2f} s, screen {screen_s:.2f} s, peak RSS {peak_gb:.2f} GB, "
+        f"rows {result.clean.height}"
+    )
     assert result.clean.height == 5_760_000
     assert pivot_s < 30 and screen_s < 30

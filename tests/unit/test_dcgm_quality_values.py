@@ -12,8 +12,14 @@ SENTINEL_CASES = [
     (2147483633.0, "DCGM blank sentinel 2147483633 (INT32 NOT_FOUND)"),
     (2147483634.0, "DCGM blank sentinel 2147483634 (INT32 NOT_SUPPORTED)"),
     (2147483635.0, "DCGM blank sentinel 2147483635 (INT32 NOT_PERMISSIONED)"),
-    (float(9223372036854775792), "DCGM blank sentinel 9223372036854775792 (INT64 BLANK; its kin +1..+3 are the same float64)"),
-    (float(9223372036854775795), "DCGM blank sentinel 9223372036854775792 (INT64 BLANK; its kin +1..+3 are the same float64)"),
+    (
+        float(9223372036854775792),
+        "DCGM blank sentinel 9223372036854775792 (INT64 BLANK; its kin +1..+3 are the same float64)",
+    ),
+    (
+        float(9223372036854775795),
+        "DCGM blank sentinel 9223372036854775792 (INT64 BLANK; its kin +1..+3 are the same float64)",
+    ),
     (140737488355328.0, "DCGM blank sentinel 140737488355328 (FP64 BLANK)"),
     (140737488355329.0, "DCGM blank sentinel 140737488355329 (FP64 NOT_FOUND)"),
     (140737488355330.0, "DCGM blank sentinel 140737488355330 (FP64 NOT_SUPPORTED)"),
@@ -26,7 +32,9 @@ SENTINEL_CASES = [
 @pytest.mark.parametrize(("value", "reason"), SENTINEL_CASES)
 @pytest.mark.parametrize("field", ["fb_used_mib", "sm_active"])
 def test_sentinels_are_nulled_and_quarantined(field: str, value: float, reason: str) -> None:
-    result = screen([sample(0, **{field: value, "power_w": 250.0}), sample(15, **{field: 10.0 if field == "fb_used_mib" else 0.5})])
+    result = screen(
+        [sample(0, **{field: value, "power_w": 250.0}), sample(15, **{field: 10.0 if field == "fb_used_mib" else 0.5})]
+    )
     assert result.clean[field].to_list() == [None, 10.0 if field == "fb_used_mib" else 0.5]
     assert result.clean["power_w"].to_list() == [250.0, None]
     assert q_rows(result) == [(LOC + field, reason, 1)]
@@ -68,7 +76,9 @@ RANGE_CASES = [
 
 
 @pytest.mark.parametrize(("field", "values", "reason"), RANGE_CASES)
-def test_out_of_range_values_are_nulled_and_quarantined_with_field_and_bound(field: str, values: list, reason: str) -> None:
+def test_out_of_range_values_are_nulled_and_quarantined_with_field_and_bound(
+    field: str, values: list, reason: str
+) -> None:
     result = screen([sample(15 * i, **{field: v}) for i, v in enumerate(values)] + [sample(99, sm_active=0.5)])
     assert result.clean[field].null_count() == result.clean.height - (field == "sm_active")
     assert q_rows(result) == [(LOC + field, reason, len(values))]
@@ -80,8 +90,18 @@ def test_out_of_range_values_are_nulled_and_quarantined_with_field_and_bound(fie
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("sm_active", 0.0), ("sm_active", 1.0), ("sm_active", 1.0000005), ("sm_active", -0.0000005), ("gpu_util", 100.0),
-     ("gpu_util", 0.0), ("power_w", 3000.0), ("fb_used_mib", 0.0), ("fb_free_mib", 200000.0), ("energy_mj", 4.5e12)],
+    [
+        ("sm_active", 0.0),
+        ("sm_active", 1.0),
+        ("sm_active", 1.0000005),
+        ("sm_active", -0.0000005),
+        ("gpu_util", 100.0),
+        ("gpu_util", 0.0),
+        ("power_w", 3000.0),
+        ("fb_used_mib", 0.0),
+        ("fb_free_mib", 200000.0),
+        ("energy_mj", 4.5e12),
+    ],
 )
 def test_values_at_or_near_the_bounds_are_kept(field: str, value: float) -> None:
     result = screen([sample(0, **{field: value})])

@@ -24,10 +24,20 @@ def test_all_problems_together_exact_counts_share_and_determinism() -> None:
     rows += [mig(0, 1, sm_active=0.2, power_w=100.0), mig(0, 2, sm_active=0.3, power_w=100.0)]  # 4 values
     result = screen(rows)
     assert result.counts == {
-        "total_rows": 13, "input_values": 36, "clean_rows": 13, "duplicate_rows": 1, "duplicate_values": 2,
-        "sentinel_values": 1, "out_of_range_values": 2, "non_finite_values": 1, "mig_device_rows": 1,
-        "mig_device_values_moved": 2, "mig_device_field_disagreement": 0, "mig_parent_rows_filled": 0,
-        "quarantine_groups": 5, "quarantined_values": 5,
+        "total_rows": 13,
+        "input_values": 36,
+        "clean_rows": 13,
+        "duplicate_rows": 1,
+        "duplicate_values": 2,
+        "sentinel_values": 1,
+        "out_of_range_values": 2,
+        "non_finite_values": 1,
+        "mig_device_rows": 1,
+        "mig_device_values_moved": 2,
+        "mig_device_field_disagreement": 0,
+        "mig_parent_rows_filled": 0,
+        "quarantine_groups": 5,
+        "quarantined_values": 5,
     }
     assert quarantine_share(result.counts) == pytest.approx(5 / 36)
     shuffled = screen_samples(pl.DataFrame(rows[::-1], schema=RAW_SAMPLE_SCHEMA), KEY)
@@ -60,8 +70,12 @@ def test_screening_a_million_rows_is_fast() -> None:
         **{f: pl.lit(rng.random(n_gpus * n_ts)) for f in SAMPLE_VALUE_COLUMNS},
         extra_labels=pl.lit("{}"),
     )
-    frame = frame.with_columns(pl.when(pl.int_range(pl.len()) % 1000 == 0).then(2.0).otherwise("sm_active").alias("sm_active"))
-    frame = pl.concat([frame, pl.DataFrame(schema=RAW_SAMPLE_SCHEMA)], how="diagonal_relaxed").select(list(RAW_SAMPLE_SCHEMA))
+    frame = frame.with_columns(
+        pl.when(pl.int_range(pl.len()) % 1000 == 0).then(2.0).otherwise("sm_active").alias("sm_active")
+    )
+    frame = pl.concat([frame, pl.DataFrame(schema=RAW_SAMPLE_SCHEMA)], how="diagonal_relaxed").select(
+        list(RAW_SAMPLE_SCHEMA)
+    )
     started = time.perf_counter()
     result = screen_samples(frame, KEY)
     elapsed = time.perf_counter() - started
@@ -78,12 +92,27 @@ def test_normalize_pivot_screen_compose_on_exporter_like_series() -> None:
     k8s = {"exported_pod": "train-0", "exported_namespace": "ml", "namespace": "gpu-operator", "job": "gpu"}
     mig_labels = {"gpu": "0", "UUID": "GPU-m", "GPU_I_PROFILE": "3g.40gb"}
     labels = [  # series_id -> (metric, labels)
-        ("DCGM_FI_PROF_SM_ACTIVE", {"Hostname": "exp-a", "instance": "10.0.0.1:9400", "pod": "exp-a", **k8s, **mig_labels, "GPU_I_ID": "1"}),
-        ("DCGM_FI_DEV_POWER_USAGE", {"Hostname": "exp-a", "instance": "10.0.0.1:9400", "pod": "exp-a", **k8s, **mig_labels, "GPU_I_ID": "1"}),
-        ("DCGM_FI_PROF_SM_ACTIVE", {"Hostname": "exp-a", "instance": "10.0.0.1:9400", "pod": "exp-a", **k8s, **mig_labels, "GPU_I_ID": "2"}),
-        ("DCGM_FI_DEV_POWER_USAGE", {"Hostname": "exp-a", "instance": "10.0.0.1:9400", "pod": "exp-a", **k8s, **mig_labels, "GPU_I_ID": "2"}),
+        (
+            "DCGM_FI_PROF_SM_ACTIVE",
+            {"Hostname": "exp-a", "instance": "10.0.0.1:9400", "pod": "exp-a", **k8s, **mig_labels, "GPU_I_ID": "1"},
+        ),
+        (
+            "DCGM_FI_DEV_POWER_USAGE",
+            {"Hostname": "exp-a", "instance": "10.0.0.1:9400", "pod": "exp-a", **k8s, **mig_labels, "GPU_I_ID": "1"},
+        ),
+        (
+            "DCGM_FI_PROF_SM_ACTIVE",
+            {"Hostname": "exp-a", "instance": "10.0.0.1:9400", "pod": "exp-a", **k8s, **mig_labels, "GPU_I_ID": "2"},
+        ),
+        (
+            "DCGM_FI_DEV_POWER_USAGE",
+            {"Hostname": "exp-a", "instance": "10.0.0.1:9400", "pod": "exp-a", **k8s, **mig_labels, "GPU_I_ID": "2"},
+        ),
         # the exporter restarted as exp-b: same GPU instance 1, new Hostname/instance/pod
-        ("DCGM_FI_PROF_SM_ACTIVE", {"Hostname": "exp-b", "instance": "10.0.0.2:9400", "pod": "exp-b", **k8s, **mig_labels, "GPU_I_ID": "1"}),
+        (
+            "DCGM_FI_PROF_SM_ACTIVE",
+            {"Hostname": "exp-b", "instance": "10.0.0.2:9400", "pod": "exp-b", **k8s, **mig_labels, "GPU_I_ID": "1"},
+        ),
     ]
     names = sorted({n for _, lab in labels for n in lab})
     series = pl.DataFrame(
@@ -111,5 +140,10 @@ def test_normalize_pivot_screen_compose_on_exporter_like_series() -> None:
         (at(15), "exp-a", None, None, None, None, 350.0),
     ]
     assert [r[1] for r in q_rows(result)] == ["DCGM blank sentinel 140737488355328 (FP64 BLANK)", DUPLICATE_REASON]
-    assert json.loads(payload(result, 1)["extra_labels"]) == {"instance": "10.0.0.2:9400", "job": "gpu", "namespace": "gpu-operator", "pod": "exp-b"}
+    assert json.loads(payload(result, 1)["extra_labels"]) == {
+        "instance": "10.0.0.2:9400",
+        "job": "gpu",
+        "namespace": "gpu-operator",
+        "pod": "exp-b",
+    }
     assert result.counts["duplicate_rows"] == 1 and result.counts["mig_device_rows"] == 2

@@ -21,36 +21,83 @@ def inventory(hosts: dict[str, int], mig: dict[str, list[tuple[int, str, float]]
     for host, gpus in hosts.items():
         for gpu in range(gpus):
             for gi, profile, fraction in (mig or {}).get(host, [(None, None, 1.0)]):
-                rows.append({"cluster": "c1", "hostname": host, "gpu": gpu, "gpu_model": "H100", "gpu_i_id": gi,
-                             "gpu_i_profile": profile, "gpu_fraction": fraction})
-    return pl.DataFrame(rows, schema={"cluster": pl.String, "hostname": pl.String, "gpu": pl.Int16,
-                                      "gpu_model": pl.String, "gpu_i_id": pl.Int16, "gpu_i_profile": pl.String,
-                                      "gpu_fraction": pl.Float64})
+                rows.append(
+                    {
+                        "cluster": "c1",
+                        "hostname": host,
+                        "gpu": gpu,
+                        "gpu_model": "H100",
+                        "gpu_i_id": gi,
+                        "gpu_i_profile": profile,
+                        "gpu_fraction": fraction,
+                    }
+                )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "cluster": pl.String,
+            "hostname": pl.String,
+            "gpu": pl.Int16,
+            "gpu_model": pl.String,
+            "gpu_i_id": pl.Int16,
+            "gpu_i_profile": pl.String,
+            "gpu_fraction": pl.Float64,
+        },
+    )
 
 
 def run(job_id_raw: str, start: datetime, end: datetime | None, gpus: float, hosts=("n1",)) -> dict:
     return {c: None for c in JOBS_SCHEMA} | {
-        "cluster": "c1", "job_id_raw": job_id_raw, "submit_time": start, "start_time": start, "end_time": end,
-        "gpus": gpus, "hosts": list(hosts),
+        "cluster": "c1",
+        "job_id_raw": job_id_raw,
+        "submit_time": start,
+        "start_time": start,
+        "end_time": end,
+        "gpus": gpus,
+        "hosts": list(hosts),
     }
 
 
-def attributed(at: datetime, gpu: int = 0, method: str = "hpc_job_label", samples: float = 120.0, best: float = 0.5,
-               host: str = "n1", gpu_i_id: int | None = None, profile: str | None = None) -> dict:
+def attributed(
+    at: datetime,
+    gpu: int = 0,
+    method: str = "hpc_job_label",
+    samples: float = 120.0,
+    best: float = 0.5,
+    host: str = "n1",
+    gpu_i_id: int | None = None,
+    profile: str | None = None,
+) -> dict:
     return {c: None for c in ATTRIBUTED_SCHEMA} | {
-        "cluster": "c1", "hostname": host, "gpu": gpu, "gpu_i_id": gpu_i_id, "gpu_i_profile": profile, "hour": at,
-        "job_id_raw": None if method in ("unattributed", "unallocated") else "9", "attribution_method": method,
-        "samples": samples, "best_sum": best * samples, "best_n": samples,
+        "cluster": "c1",
+        "hostname": host,
+        "gpu": gpu,
+        "gpu_i_id": gpu_i_id,
+        "gpu_i_profile": profile,
+        "hour": at,
+        "job_id_raw": None if method in ("unattributed", "unallocated") else "9",
+        "attribution_method": method,
+        "samples": samples,
+        "best_sum": best * samples,
+        "best_n": samples,
     }
 
 
 def build(inv: pl.DataFrame, runs: list[dict], rows: list[dict], step_seconds: int = 30) -> pl.DataFrame:
-    return fct_gpu_hourly(inv, pl.DataFrame(runs, schema=JOBS_SCHEMA), pl.DataFrame(rows, schema=ATTRIBUTED_SCHEMA),
-                          DAY[0], DAY[1], step_seconds)
+    return fct_gpu_hourly(
+        inv,
+        pl.DataFrame(runs, schema=JOBS_SCHEMA),
+        pl.DataFrame(rows, schema=ATTRIBUTED_SCHEMA),
+        DAY[0],
+        DAY[1],
+        step_seconds,
+    )
 
 
 def at(frame: pl.DataFrame, hour: datetime, gpu: int = 0, host: str = "n1") -> dict:
-    return frame.filter((pl.col("hour") == hour) & (pl.col("gpu") == gpu) & (pl.col("hostname") == host)).row(0, named=True)
+    return frame.filter((pl.col("hour") == hour) & (pl.col("gpu") == gpu) & (pl.col("hostname") == host)).row(
+        0, named=True
+    )
 
 
 def test_every_instance_and_hour_has_a_row_with_capacity() -> None:
@@ -93,8 +140,11 @@ def test_open_run_is_allocated_to_the_period_end() -> None:
 
 def test_active_samples_and_unattributed() -> None:
     runs = [run("9", T0, T0 + timedelta(hours=1), 1.0)]
-    rows = [attributed(T0, best=0.25), attributed(T0, method="unattributed", samples=6.0, best=0.9),
-            attributed(T0, method="unallocated", samples=2.0, best=0.9)]
+    rows = [
+        attributed(T0, best=0.25),
+        attributed(T0, method="unattributed", samples=6.0, best=0.9),
+        attributed(T0, method="unallocated", samples=2.0, best=0.9),
+    ]
     row = at(build(inventory({"n1": 1}), runs, rows), T0)
     assert row["active_seconds"] == pytest.approx(3600 * 0.25)
     assert (row["n_samples"], row["attributed_samples"], row["unattributed_samples"]) == (128, 120.0, 6)
@@ -104,16 +154,23 @@ def test_active_samples_and_unattributed() -> None:
 def test_hour_without_attributed_samples_has_null_active() -> None:
     out = build(inventory({"n1": 1}), [run("9", T0, T0 + timedelta(hours=1), 1.0)], [])
     row = at(out, T0)
-    assert (row["allocated_seconds"], row["active_seconds"], row["n_samples"], row["coverage"]) == (3600.0, None, 0, 0.0)
+    assert (row["allocated_seconds"], row["active_seconds"], row["n_samples"], row["coverage"]) == (
+        3600.0,
+        None,
+        0,
+        0.0,
+    )
 
 
 def test_mig_instances_get_fractions_and_samples_by_profile_rank() -> None:
     layout = {"m1": [(0, "3g.40gb", 3 / 7), (1, "2g.20gb", 2 / 7), (2, "2g.20gb", 2 / 7)]}
     inv = inventory({"m1": 1}, layout)
     runs = [run("9", T0, T0 + timedelta(hours=1), 3 / 7, ("m1",))]
-    rows = [attributed(T0, host="m1", gpu_i_id=9, profile="2g.20gb", samples=10.0),
-            attributed(T0, host="m1", gpu_i_id=4, profile="2g.20gb", samples=20.0),
-            attributed(T0, host="m1", gpu_i_id=1, profile="3g.40gb", samples=30.0)]
+    rows = [
+        attributed(T0, host="m1", gpu_i_id=9, profile="2g.20gb", samples=10.0),
+        attributed(T0, host="m1", gpu_i_id=4, profile="2g.20gb", samples=20.0),
+        attributed(T0, host="m1", gpu_i_id=1, profile="3g.40gb", samples=30.0),
+    ]
     out = build(inv, runs, rows).filter(pl.col("hour") == T0).sort("gpu_i_id")
     assert out.get_column("capacity_seconds").to_list() == pytest.approx([3600 * 3 / 7, 3600 * 2 / 7, 3600 * 2 / 7])
     assert out.get_column("n_samples").to_list() == [30, 20, 10]

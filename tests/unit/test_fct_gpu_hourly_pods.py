@@ -19,21 +19,48 @@ PERIOD = (T0, T0 + timedelta(hours=2))
 
 def instance(gpu: int, gi_id: int | None = None, profile: str | None = None, fraction: float = 1.0) -> dict:
     return {c: None for c in INVENTORY_SCHEMA} | {
-        "cluster": "c1", "hostname": "k1", "gpu": gpu, "gpu_model": "H100", "gpu_i_id": gi_id,
-        "gpu_i_profile": profile, "gpu_fraction": fraction}
+        "cluster": "c1",
+        "hostname": "k1",
+        "gpu": gpu,
+        "gpu_model": "H100",
+        "gpu_i_id": gi_id,
+        "gpu_i_profile": profile,
+        "gpu_fraction": fraction,
+    }
 
 
-def row(gpu: int, method: str, samples: float, job: str | None = "ml/a", gi_id: int | None = None,
-        profile: str | None = None) -> dict:
+def row(
+    gpu: int,
+    method: str,
+    samples: float,
+    job: str | None = "ml/a",
+    gi_id: int | None = None,
+    profile: str | None = None,
+) -> dict:
     return {c: (0.0 if c.endswith(("_n", "_sum")) else None) for c in ATTRIBUTED_SCHEMA} | {
-        "cluster": "c1", "hostname": "k1", "gpu": gpu, "gpu_i_id": gi_id, "gpu_i_profile": profile, "hour": T0,
-        "job_id_raw": job, "start_time": T0, "attribution_method": method, "samples": samples,
-        "best_sum": 0.25 * samples, "best_n": samples}
+        "cluster": "c1",
+        "hostname": "k1",
+        "gpu": gpu,
+        "gpu_i_id": gi_id,
+        "gpu_i_profile": profile,
+        "hour": T0,
+        "job_id_raw": job,
+        "start_time": T0,
+        "attribution_method": method,
+        "samples": samples,
+        "best_sum": 0.25 * samples,
+        "best_n": samples,
+    }
 
 
 def hourly(inventory: list[dict], rows: list[dict]) -> pl.DataFrame:
-    out = fct_gpu_hourly(pl.DataFrame(inventory, schema=INVENTORY_SCHEMA), pl.DataFrame(schema=JOBS_SCHEMA),
-                         pl.DataFrame(rows, schema=ATTRIBUTED_SCHEMA), *PERIOD, step_seconds=30)
+    out = fct_gpu_hourly(
+        pl.DataFrame(inventory, schema=INVENTORY_SCHEMA),
+        pl.DataFrame(schema=JOBS_SCHEMA),
+        pl.DataFrame(rows, schema=ATTRIBUTED_SCHEMA),
+        *PERIOD,
+        step_seconds=30,
+    )
     return out.filter(pl.col("hour") == T0)
 
 
@@ -50,5 +77,7 @@ def test_pod_samples_allocate_their_seconds_and_a_shared_gpu_once() -> None:
     assert out[1]["allocated_seconds"] == pytest.approx(3600.0) and out[1]["attributed_samples"] == pytest.approx(120.0)
     assert out[1]["active_seconds"] == pytest.approx(900.0)
     assert out[2]["allocated_seconds"] == 0.0 and out[2]["allocation_basis"] is None
-    assert out[3]["allocated_seconds"] == pytest.approx(3600 / 7) and out[3]["capacity_seconds"] == pytest.approx(3600 / 7)
+    assert out[3]["allocated_seconds"] == pytest.approx(3600 / 7) and out[3]["capacity_seconds"] == pytest.approx(
+        3600 / 7
+    )
     assert all(r["allocated_seconds"] <= r["capacity_seconds"] + 1e-9 for r in out.values())

@@ -10,11 +10,14 @@ from tests.unit.fct_job_flags_cases import flags, usage_row
 from transforms.fct_job_flags import SCHEMA
 
 
-@pytest.mark.parametrize(("overrides", "key"), [
-    ({"input_bound_min_activity": 0.5}, "input_bound_min_activity"),
-    ({"oversized_headroom": 0.9}, "oversized_headroom"),
-    ({"memory_efficiency_threshold": 0.0}, "memory_efficiency_threshold"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        ({"input_bound_min_activity": 0.5}, "input_bound_min_activity"),
+        ({"oversized_headroom": 0.9}, "oversized_headroom"),
+        ({"memory_efficiency_threshold": 0.0}, "memory_efficiency_threshold"),
+    ],
+)
 def test_flags_config_rejects_bad_new_keys(overrides: dict, key: str) -> None:
     with pytest.raises(ValueError, match=key):
         FlagsConfig(**overrides)
@@ -28,7 +31,10 @@ def test_schema_and_order() -> None:
     out = flags([usage_row("2", util=0.1), usage_row("1", util=0.0)])
     assert out.schema == pl.Schema(SCHEMA)
     assert out.select("job_id", "reason").rows() == [
-        ("1", "ZERO_UTIL"), ("2", "LOW_UTIL"), ("2", "INPUT_BOUND"), ("2", "OVERSIZED"),
+        ("1", "ZERO_UTIL"),
+        ("2", "LOW_UTIL"),
+        ("2", "INPUT_BOUND"),
+        ("2", "OVERSIZED"),
     ]
 
 

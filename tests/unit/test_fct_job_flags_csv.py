@@ -24,8 +24,20 @@ def parsed(text: str) -> list[dict[str, str]]:
 def test_header_only_when_nothing_is_flagged() -> None:
     assert flagged_jobs_csv(pl.DataFrame(schema=FLAGS_SCHEMA)) == ",".join(COLUMNS) + "\n"
     assert COLUMNS == (
-        "cluster", "job_id", "user", "account", "department", "partition", "gpus", "gpu_hours",
-        "utilization", "utilization_signal", "reasons", "severity", "recommendation", "idle_cost",
+        "cluster",
+        "job_id",
+        "user",
+        "account",
+        "department",
+        "partition",
+        "gpus",
+        "gpu_hours",
+        "utilization",
+        "utilization_signal",
+        "reasons",
+        "severity",
+        "recommendation",
+        "idle_cost",
     )
 
 
@@ -46,13 +58,13 @@ def test_one_line_per_run_with_all_reasons_and_the_highest_severity() -> None:
 def test_escaping_and_formula_guard() -> None:
     rows = [
         usage_row("1", util=0.1, user_name='o"brien, jr', account="line\nbreak"),
-        usage_row("2", util=0.1, user_name="=HYPERLINK(\"http://x\")", account="-1+1", department="@dept"),
+        usage_row("2", util=0.1, user_name='=HYPERLINK("http://x")', account="-1+1", department="@dept"),
     ]
     text = flagged_jobs_csv(flags(rows))
     assert '"o""brien, jr"' in text and '"line\nbreak"' in text
     lines = {line["job_id"]: line for line in parsed(text)}
     assert lines["1"]["user"] == 'o"brien, jr' and lines["1"]["account"] == "line\nbreak"
-    assert lines["2"]["user"] == "'=HYPERLINK(\"http://x\")"
+    assert lines["2"]["user"] == '\'=HYPERLINK("http://x")'
     assert lines["2"]["account"] == "'-1+1" and lines["2"]["department"] == "'@dept"
 
 

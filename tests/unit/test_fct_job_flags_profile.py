@@ -12,16 +12,37 @@ from transforms.int_job_activity_profiled import SCHEMA, int_job_activity_profil
 
 PERIOD_END = datetime(2024, 4, 1)
 T0 = datetime(2024, 3, 10, 10)
-RUNS_SCHEMA = {"cluster": pl.String, "job_id_raw": pl.String, "start_time": pl.Datetime("us"), "end_time": pl.Datetime("us")}
+RUNS_SCHEMA = {
+    "cluster": pl.String,
+    "job_id_raw": pl.String,
+    "start_time": pl.Datetime("us"),
+    "end_time": pl.Datetime("us"),
+}
 
 
-def hour_row(job: str, at: datetime, zero: bool, gr: float = 0.1, gpu: int = 0, start: datetime = T0,
-             method: str = "hpc_job_label", samples: float = 60.0) -> dict:
+def hour_row(
+    job: str,
+    at: datetime,
+    zero: bool,
+    gr: float = 0.1,
+    gpu: int = 0,
+    start: datetime = T0,
+    method: str = "hpc_job_label",
+    samples: float = 60.0,
+) -> dict:
     """An attribution row: ``samples`` samples of GPU ``gpu`` in the hour ``at`` (all zero or none)."""
     return {c: 0.0 if c.endswith(("_sum", "_n")) else None for c in ATTRIBUTED_SCHEMA} | {
-        "cluster": "c1", "hostname": "n1", "gpu": gpu, "hour": at, "job_id_raw": job, "start_time": start,
-        "attribution_method": method, "samples": samples, "zero_samples": samples if zero else 0.0,
-        "gr_engine_active_sum": (0.0 if zero else gr) * samples, "gr_engine_active_n": samples,
+        "cluster": "c1",
+        "hostname": "n1",
+        "gpu": gpu,
+        "hour": at,
+        "job_id_raw": job,
+        "start_time": start,
+        "attribution_method": method,
+        "samples": samples,
+        "zero_samples": samples if zero else 0.0,
+        "gr_engine_active_sum": (0.0 if zero else gr) * samples,
+        "gr_engine_active_n": samples,
     }
 
 
@@ -37,8 +58,12 @@ def profile(hours: list[dict], runs: list[dict]) -> pl.DataFrame:
 
 def hours_at(job: str, pattern: str, gpus: int = 1, start: datetime = T0) -> list[dict]:
     """One row per GPU and hour from ``start``: 'z' zero hour, 'a' active hour, '-' no samples."""
-    return [hour_row(job, start.replace(minute=0) + timedelta(hours=i), c == "z", gpu=g, start=start)
-            for i, c in enumerate(pattern) for g in range(gpus) if c != "-"]
+    return [
+        hour_row(job, start.replace(minute=0) + timedelta(hours=i), c == "z", gpu=g, start=start)
+        for i, c in enumerate(pattern)
+        for g in range(gpus)
+        if c != "-"
+    ]
 
 
 def tail(hours: list[dict], runs: list[dict]) -> float | None:
@@ -105,5 +130,6 @@ def test_unattributed_rows_ignored_and_runs_without_samples_kept() -> None:
     got = profile(rows, [run("1", T0 + timedelta(hours=2)), run("2", T0 + timedelta(hours=2))])
     assert got.schema == pl.Schema(SCHEMA)
     assert got.select("job_id_raw", "measured_hours", "steady_share", "tail_zero_hours").rows() == [
-        ("1", 2, 1.0, 0.0), ("2", 0, None, 0.0),
+        ("1", 2, 1.0, 0.0),
+        ("2", 0, None, 0.0),
     ]

@@ -47,9 +47,18 @@ def test_debug_over_time_limit(hours: float, flagged: bool) -> None:
 
 
 def debug_jobs(starts_h: list[float], hours: float = 1.0, user: str = "alice") -> list[dict]:
-    return [usage_row(str(i + 1), hours=hours, util=0.8, partition_name="debug", user_name=user,
-                      start_time=START + timedelta(hours=s), end_time=START + timedelta(hours=s + hours))
-            for i, s in enumerate(starts_h)]
+    return [
+        usage_row(
+            str(i + 1),
+            hours=hours,
+            util=0.8,
+            partition_name="debug",
+            user_name=user,
+            start_time=START + timedelta(hours=s),
+            end_time=START + timedelta(hours=s + hours),
+        )
+        for i, s in enumerate(starts_h)
+    ]
 
 
 def test_debug_concurrency_limit() -> None:
@@ -59,8 +68,9 @@ def test_debug_concurrency_limit() -> None:
     assert flags(debug_jobs([0.0, 0.5])).height == 0
     assert flags(debug_jobs([0.0, 1.0, 2.0])).height == 0  # one after another (end == next start)
     assert flags(debug_jobs([0.0, 0.5, 0.9]), debug_max_concurrent_jobs=3).height == 0
-    other_users = debug_jobs([0.0]) + [r | {"job_id": "9", "job_id_raw": "9", "user_name": "bob"}
-                                       for r in debug_jobs([0.5, 0.9])]
+    other_users = debug_jobs([0.0]) + [
+        r | {"job_id": "9", "job_id_raw": "9", "user_name": "bob"} for r in debug_jobs([0.5, 0.9])
+    ]
     assert flags(other_users).height == 0
 
 

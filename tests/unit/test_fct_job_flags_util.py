@@ -17,9 +17,17 @@ def test_zero_util_not_when_the_engine_looks_busy_nor_without_samples() -> None:
     assert reasons([usage_row(util=None)]) == {}
 
 
-@pytest.mark.parametrize(("util", "expected"), [
-    (0.02, "high"), (0.1499, "high"), (0.15, "medium"), (0.2499, "medium"), (0.25, None), (0.005, None),
-])
+@pytest.mark.parametrize(
+    ("util", "expected"),
+    [
+        (0.02, "high"),
+        (0.1499, "high"),
+        (0.15, "medium"),
+        (0.2499, "medium"),
+        (0.25, None),
+        (0.005, None),
+    ],
+)
 def test_low_util_bands(util: float, expected: str | None) -> None:
     assert reasons([usage_row(util=util)]).get("LOW_UTIL") == expected
 
@@ -31,9 +39,14 @@ def test_minimum_runtime(minutes: float, flagged: bool) -> None:
     assert reasons([usage_row(hours=minutes / 60, util=0.1)], min_runtime_minutes=0).get("LOW_UTIL") == "high"
 
 
-@pytest.mark.parametrize(("efficiency", "exempt", "flagged"), [
-    (0.80, True, False), (0.7999, True, True), (0.80, False, True),
-])
+@pytest.mark.parametrize(
+    ("efficiency", "exempt", "flagged"),
+    [
+        (0.80, True, False),
+        (0.7999, True, True),
+        (0.80, False, True),
+    ],
+)
 def test_memory_bound_exemption(efficiency: float, exempt: bool, flagged: bool) -> None:
     row = usage_row(util=0.1, peak_fb_used_mib=efficiency * H100_MIB)
     got = reasons([row], low_util_exempt_memory_bound=exempt)

@@ -30,8 +30,10 @@ def h200_runs() -> pl.DataFrame:
     """One stg_slurm__jobs run per non-idle job of the trace, on the trace's host."""
     runs = h200.jobs().filter(pl.col("kind") != "idle")
     return pl.DataFrame(
-        [job(r["job_id"], r["start"], r["end"], cluster=h200.CLUSTER, hosts=[h200.HOSTNAME], gpu_type=None)
-         for r in runs.iter_rows(named=True)],
+        [
+            job(r["job_id"], r["start"], r["end"], cluster=h200.CLUSTER, hosts=[h200.HOSTNAME], gpu_type=None)
+            for r in runs.iter_rows(named=True)
+        ],
         schema=JOBS_SCHEMA,
     )
 
@@ -44,17 +46,28 @@ def h200_usage() -> pl.DataFrame:
     minutely = stg_dcgm__gpu_minutely(h200.raw_samples().lazy(), h200.STEP_SECONDS).collect()
     minutely = minutely.with_columns(day=pl.col("minute").dt.date())
     with connect(":memory:") as conn:
-        replace_partition(conn, "staging.stg_slurm__jobs", jobs.with_columns(month=pl.lit(period[0].date())),
-                          {"month": period[0].date()})
+        replace_partition(
+            conn,
+            "staging.stg_slurm__jobs",
+            jobs.with_columns(month=pl.lit(period[0].date())),
+            {"month": period[0].date()},
+        )
         for day in minutely.get_column("day").unique().to_list():
-            replace_partition(conn, "staging.stg_dcgm__gpu_minutely", minutely.filter(pl.col("day") == day), {"day": day})
+            replace_partition(
+                conn, "staging.stg_dcgm__gpu_minutely", minutely.filter(pl.col("day") == day), {"day": day}
+            )
         text, params = int_gpu_minutes_attributed_sql(
             h200.CLUSTER, period[0], period[0], period[1], h200.STEP_SECONDS, [h200.HOSTNAME], [1.0], 0.01
         )
         attributed = conn.sql(text, params=params).pl().cast(ATTRIBUTED_SCHEMA)
     return fct_job_usage(
-        jobs=jobs, attributed=attributed, accounts=ACCOUNTS, gpu_models=GPU_MODELS,
-        period_start=period[0], period_end=period[1], step_seconds=h200.STEP_SECONDS,
+        jobs=jobs,
+        attributed=attributed,
+        accounts=ACCOUNTS,
+        gpu_models=GPU_MODELS,
+        period_start=period[0],
+        period_end=period[1],
+        step_seconds=h200.STEP_SECONDS,
     )
 
 
@@ -112,5 +125,7 @@ def test_h200_samples_memory_and_energy_match_the_csv(h200_usage: pl.DataFrame) 
 
 
 def test_h200_the_trace_has_one_row_per_job_and_no_unattributed_job(h200_usage: pl.DataFrame) -> None:
-    assert sorted(h200_usage.get_column("job_id_raw").to_list()) == sorted(h200_runs().get_column("job_id_raw").to_list())
+    assert sorted(h200_usage.get_column("job_id_raw").to_list()) == sorted(
+        h200_runs().get_column("job_id_raw").to_list()
+    )
     assert set(h200_usage.get_column("attribution_method").to_list()) == {"hpc_job_label"}

@@ -13,10 +13,27 @@ from transforms.fct_job_usage import SCHEMA
 
 def test_derived_measures() -> None:
     start = datetime(2024, 3, 10, 10)
-    run = job("9", start, start + timedelta(hours=2), gpus=2.0, gpu_slots=2, hosts=["n1", "n2"],
-              submit_time=start - timedelta(minutes=50), eligible_time=start - timedelta(minutes=20))
-    common = dict(zero_samples=15, energy_j=1.8e6, fb_used_mib_sum=60 * 1000.0, fb_used_mib_n=60,
-                  gpu_util_sum=30.0, gpu_util_n=60, tensor_active_sum=6.0, tensor_active_n=60, **sm(0.25))
+    run = job(
+        "9",
+        start,
+        start + timedelta(hours=2),
+        gpus=2.0,
+        gpu_slots=2,
+        hosts=["n1", "n2"],
+        submit_time=start - timedelta(minutes=50),
+        eligible_time=start - timedelta(minutes=20),
+    )
+    common = dict(
+        zero_samples=15,
+        energy_j=1.8e6,
+        fb_used_mib_sum=60 * 1000.0,
+        fb_used_mib_n=60,
+        gpu_util_sum=30.0,
+        gpu_util_n=60,
+        tensor_active_sum=6.0,
+        tensor_active_n=60,
+        **sm(0.25),
+    )
     hours = [hour("9", start + timedelta(hours=h), start, fb_used_mib_max=1000.0 + h, **common) for h in (0, 1)]
     row = fct([run], hours, step_seconds=30).row(0, named=True)
     assert row["gpu_hours"] == 4.0
@@ -42,10 +59,16 @@ def test_coverage_is_capped_at_one() -> None:
 @pytest.mark.parametrize(
     ("fields", "signal", "value"),
     [
-        ({**sm(0.3), "gr_engine_active_sum": 48.0, "gr_engine_active_n": 60, "gpu_util_sum": 54.0, "gpu_util_n": 60},
-         "sm_active", 0.3),
-        ({"gr_engine_active_sum": 48.0, "gr_engine_active_n": 60, "gpu_util_sum": 54.0, "gpu_util_n": 60},
-         "gr_engine_active", 0.8),
+        (
+            {**sm(0.3), "gr_engine_active_sum": 48.0, "gr_engine_active_n": 60, "gpu_util_sum": 54.0, "gpu_util_n": 60},
+            "sm_active",
+            0.3,
+        ),
+        (
+            {"gr_engine_active_sum": 48.0, "gr_engine_active_n": 60, "gpu_util_sum": 54.0, "gpu_util_n": 60},
+            "gr_engine_active",
+            0.8,
+        ),
         ({"gpu_util_sum": 54.0, "gpu_util_n": 60}, "gpu_util", 0.9),
     ],
 )

@@ -21,25 +21,53 @@ PERIOD = (T0, T0 + timedelta(hours=2))
 
 def instance(gpu: int, host: str = "k1") -> dict:
     return {c: None for c in INVENTORY_SCHEMA} | {
-        "cluster": "c1", "hostname": host, "gpu": gpu, "gpu_model": "H100", "gpu_fraction": 1.0}
+        "cluster": "c1",
+        "hostname": host,
+        "gpu": gpu,
+        "gpu_model": "H100",
+        "gpu_fraction": 1.0,
+    }
 
 
-def pod(name: str, gpus: float, node: str = "k1", start: datetime = T0, end: datetime | None = T0 + timedelta(hours=1)) -> dict:
+def pod(
+    name: str, gpus: float, node: str = "k1", start: datetime = T0, end: datetime | None = T0 + timedelta(hours=1)
+) -> dict:
     return {c: None for c in PODS_SCHEMA} | {
-        "cluster": "c1", "namespace": "ml", "pod": name, "pod_uid": name, "node": node, "gpus": gpus,
-        "gpu_slots": int(max(gpus, 1)), "start_time": start, "end_time": end}
+        "cluster": "c1",
+        "namespace": "ml",
+        "pod": name,
+        "pod_uid": name,
+        "node": node,
+        "gpus": gpus,
+        "gpu_slots": int(max(gpus, 1)),
+        "start_time": start,
+        "end_time": end,
+    }
 
 
 def sample_row(gpu: int, job: str, samples: float = 120.0) -> dict:
     return {c: (0.0 if c.endswith(("_n", "_sum")) else None) for c in ATTRIBUTED_SCHEMA} | {
-        "cluster": "c1", "hostname": "k1", "gpu": gpu, "hour": T0, "job_id_raw": job, "start_time": T0,
-        "attribution_method": "pod_label", "samples": samples}
+        "cluster": "c1",
+        "hostname": "k1",
+        "gpu": gpu,
+        "hour": T0,
+        "job_id_raw": job,
+        "start_time": T0,
+        "attribution_method": "pod_label",
+        "samples": samples,
+    }
 
 
 def hourly(inventory: list[dict], rows: list[dict], pods: list[dict] | None) -> pl.DataFrame:
     frame = None if pods is None else pl.DataFrame(pods, schema=PODS_SCHEMA)
-    return fct_gpu_hourly(pl.DataFrame(inventory, schema=INVENTORY_SCHEMA), pl.DataFrame(schema=JOBS_SCHEMA),
-                          pl.DataFrame(rows, schema=ATTRIBUTED_SCHEMA), *PERIOD, step_seconds=30, pods=frame)
+    return fct_gpu_hourly(
+        pl.DataFrame(inventory, schema=INVENTORY_SCHEMA),
+        pl.DataFrame(schema=JOBS_SCHEMA),
+        pl.DataFrame(rows, schema=ATTRIBUTED_SCHEMA),
+        *PERIOD,
+        step_seconds=30,
+        pods=frame,
+    )
 
 
 def test_silent_pod_fills_the_gpus_sampled_pods_left_free() -> None:
@@ -78,9 +106,12 @@ def test_open_sampled_pod_is_placed_on_its_node_after_its_samples_end() -> None:
 
 
 def test_a_pod_is_sampled_only_by_rows_of_its_job_on_its_node() -> None:
-    pods = pl.DataFrame([pod("a", 1.0, node="k1"), pod("a", 1.0, node="k2"), pod("b", 1.0, start=None)], schema=PODS_SCHEMA)
-    rows = pl.DataFrame([sample_row(0, "ml/a"), sample_row(1, "ml/a", samples=0.0) | {"hostname": "k2"}],
-                        schema=ATTRIBUTED_SCHEMA)
+    pods = pl.DataFrame(
+        [pod("a", 1.0, node="k1"), pod("a", 1.0, node="k2"), pod("b", 1.0, start=None)], schema=PODS_SCHEMA
+    )
+    rows = pl.DataFrame(
+        [sample_row(0, "ml/a"), sample_row(1, "ml/a", samples=0.0) | {"hostname": "k2"}], schema=ATTRIBUTED_SCHEMA
+    )
     out = pod_host_deficit(pods, rows, *PERIOD, step_seconds=30)
     assert out.select("hostname", "hour", "_held_gpu_seconds").rows() == [("k2", T0, 3600.0)]  # b never started
 

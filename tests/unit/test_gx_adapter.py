@@ -31,16 +31,40 @@ PER_DAY = 21  # rows per day in the DuckDB fixture: 20 for a whole GPU + 1 MIG i
 def samples(day: date, n: int = 4) -> pl.DataFrame:
     """n valid rows for one GPU plus one MIG row whose device-level metrics are null."""
     rows = [
-        {"cluster": "c1", "day": day, "ts": datetime.combine(day, time()) + timedelta(seconds=30 * i),
-         "hostname": "gpu-01", "gpu": 0, "uuid": "GPU-aaaa", "model_name": "NVIDIA H100 80GB HBM3",
-         "pci_bus_id": "00000000:1B:00.0", "device": "nvidia0", "hpc_job": "1001", "gpu_util": 87.0,
-         "gr_engine_active": 0.9, "sm_active": 0.8, "sm_occupancy": 0.4, "tensor_active": 0.3,
-         "dram_active": 0.5, "fb_used_mib": 40000.0, "fb_free_mib": 41000.0, "power_w": 550.0,
-         "energy_mj": 1.0e9 + i}
+        {
+            "cluster": "c1",
+            "day": day,
+            "ts": datetime.combine(day, time()) + timedelta(seconds=30 * i),
+            "hostname": "gpu-01",
+            "gpu": 0,
+            "uuid": "GPU-aaaa",
+            "model_name": "NVIDIA H100 80GB HBM3",
+            "pci_bus_id": "00000000:1B:00.0",
+            "device": "nvidia0",
+            "hpc_job": "1001",
+            "gpu_util": 87.0,
+            "gr_engine_active": 0.9,
+            "sm_active": 0.8,
+            "sm_occupancy": 0.4,
+            "tensor_active": 0.3,
+            "dram_active": 0.5,
+            "fb_used_mib": 40000.0,
+            "fb_free_mib": 41000.0,
+            "power_w": 550.0,
+            "energy_mj": 1.0e9 + i,
+        }
         for i in range(n)
     ]
-    mig = {**rows[0], "gpu": 1, "uuid": "GPU-bbbb", "gpu_i_id": 2, "gpu_i_profile": "3g.40gb",
-           "gpu_util": None, "power_w": None, "energy_mj": None}
+    mig = {
+        **rows[0],
+        "gpu": 1,
+        "uuid": "GPU-bbbb",
+        "gpu_i_id": 2,
+        "gpu_i_profile": "3g.40gb",
+        "gpu_util": None,
+        "power_w": None,
+        "energy_mj": None,
+    }
     return pl.DataFrame([*rows, mig], schema=RAW_SAMPLE_SCHEMA)
 
 
@@ -103,8 +127,9 @@ def test_row_limit_guard_points_to_sql_path() -> None:
 
 def sacct(job_ids: list[str]) -> pl.DataFrame:
     row = {name: "x" for name in RAW_SACCT_SCHEMA} | {"cluster": "c1", "day": DAY1, "source": "file"}
-    return pl.DataFrame([row | {"job_id": job_id, "line_no": i} for i, job_id in enumerate(job_ids)],
-                        schema=RAW_SACCT_SCHEMA)
+    return pl.DataFrame(
+        [row | {"job_id": job_id, "line_no": i} for i, job_id in enumerate(job_ids)], schema=RAW_SACCT_SCHEMA
+    )
 
 
 GOOD_JOB_IDS = ["4242", "4242.batch", "4242.extern", "4242.0", "77_3", "77_[1-9%2]", "90+1.batch"]
@@ -146,8 +171,8 @@ def warehouse(tmp_path: Path):
         sm_active=pl.when(pl.int_range(pl.len()) == 3).then(1.5).otherwise(pl.col("sm_active")),
         uuid=pl.when(pl.int_range(pl.len()) == 7).then(None).otherwise(pl.col("uuid")),
     )
-    two_days = pl.concat([samples(DAY1, n=PER_DAY - 1), day2])
-    sacct_rows = sacct([*GOOD_JOB_IDS, "x1"])
+    two_days = pl.concat([samples(DAY1, n=PER_DAY - 1), day2])  # noqa: F841  (read by name by DuckDB in the SQL below)
+    sacct_rows = sacct([*GOOD_JOB_IDS, "x1"])  # noqa: F841  (read by name by DuckDB in the SQL below)
     pipeline = duckdb.connect(path)
     pipeline.execute("CREATE SCHEMA raw")
     pipeline.execute("CREATE TABLE raw.dcgm_samples AS SELECT * FROM two_days")

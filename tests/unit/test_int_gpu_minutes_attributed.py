@@ -25,29 +25,54 @@ def join(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-def run(job_id_raw: str, start: datetime | None, end: datetime | None, gpus: float = 1.0, hosts=("n1",), **fields) -> dict:
+def run(
+    job_id_raw: str, start: datetime | None, end: datetime | None, gpus: float = 1.0, hosts=("n1",), **fields
+) -> dict:
     row = {c: None for c in JOBS_SCHEMA} | {
-        "cluster": "c1", "scheduler": "slurm", "job_id": job_id_raw, "job_id_raw": job_id_raw,
-        "submit_time": (start or T0) - timedelta(hours=1), "start_time": start, "end_time": end,
-        "gpus": gpus, "gpu_slots": int(gpus), "is_mig": False, "n_nodes": len(hosts), "hosts": list(hosts),
+        "cluster": "c1",
+        "scheduler": "slurm",
+        "job_id": job_id_raw,
+        "job_id_raw": job_id_raw,
+        "submit_time": (start or T0) - timedelta(hours=1),
+        "start_time": start,
+        "end_time": end,
+        "gpus": gpus,
+        "gpu_slots": int(gpus),
+        "is_mig": False,
+        "n_nodes": len(hosts),
+        "hosts": list(hosts),
     }
     return row | fields
 
 
-def minute(at: datetime, hpc_job: str | None = None, gpu: int = 0, host: str = "n1", sm: float = 0.5,
-           n: int = 2, **fields) -> dict:
+def minute(
+    at: datetime, hpc_job: str | None = None, gpu: int = 0, host: str = "n1", sm: float = 0.5, n: int = 2, **fields
+) -> dict:
     """A stg_dcgm__gpu_minutely row of ``n`` samples whose sm_active (the best signal) is ``sm``."""
     row = {c: None for c in MINUTELY_SCHEMA} | {
-        "cluster": "c1", "hostname": host, "gpu": gpu, "uuid": f"GPU-{host}-{gpu}", "hpc_job": hpc_job,
-        "minute": at, "n_samples": n, "expected_samples": 2, "coverage": min(n / 2, 1.0),
-        "sm_active_mean": sm, "sm_active_max": sm, "best_signal_mean": sm, "gpu_util_mean": 0.9,
-        "fb_used_mib_mean": 100.0, "fb_used_mib_max": 120.0, "power_w_mean": 300.0,
+        "cluster": "c1",
+        "hostname": host,
+        "gpu": gpu,
+        "uuid": f"GPU-{host}-{gpu}",
+        "hpc_job": hpc_job,
+        "minute": at,
+        "n_samples": n,
+        "expected_samples": 2,
+        "coverage": min(n / 2, 1.0),
+        "sm_active_mean": sm,
+        "sm_active_max": sm,
+        "best_signal_mean": sm,
+        "gpu_util_mean": 0.9,
+        "fb_used_mib_mean": 100.0,
+        "fb_used_mib_max": 120.0,
+        "power_w_mean": 300.0,
     }
     return row | fields
 
 
-def attribute(runs: list[dict], minutes: list[dict], step_seconds: int = 30, hosts=HOSTS, windows=(MARCH,),
-              mig_weights=None) -> pl.DataFrame:
+def attribute(
+    runs: list[dict], minutes: list[dict], step_seconds: int = 30, hosts=HOSTS, windows=(MARCH,), mig_weights=None
+) -> pl.DataFrame:
     """The SQL's rows for the month, run once per period window (the asset runs day windows)."""
     jobs = pl.DataFrame(runs, schema=JOBS_SCHEMA).with_columns(month=pl.lit(date(2024, 3, 1)))
     rows = pl.DataFrame(minutes, schema=MINUTELY_SCHEMA).with_columns(day=pl.col("minute").dt.date())
@@ -58,7 +83,15 @@ def attribute(runs: list[dict], minutes: list[dict], step_seconds: int = 30, hos
         frames = []
         for low, high in windows:
             text, params = int_gpu_minutes_attributed_sql(
-                "c1", MARCH[0], low, high, step_seconds, list(hosts), list(hosts.values()), 0.01, JOIN["join"],
+                "c1",
+                MARCH[0],
+                low,
+                high,
+                step_seconds,
+                list(hosts),
+                list(hosts.values()),
+                0.01,
+                JOIN["join"],
                 mig_weights=mig_weights,
             )
             frames.append(conn.sql(text, params=params).pl().cast(SCHEMA))
@@ -141,8 +174,10 @@ def test_requeued_runs_split_the_shared_minute_by_overlap() -> None:
 
 def test_zero_minutes_and_signal_counts() -> None:
     runs = [run("9", T0, T0 + timedelta(hours=1))]
-    minutes = [minute(T0, "9", sm=0.005), minute(T0 + timedelta(minutes=1), "9", sm=0.5, sm_active_mean=None,
-                                                    best_signal_mean=0.5)]
+    minutes = [
+        minute(T0, "9", sm=0.005),
+        minute(T0 + timedelta(minutes=1), "9", sm=0.5, sm_active_mean=None, best_signal_mean=0.5),
+    ]
     out = attribute(runs, minutes).row(0, named=True)
     assert (out["samples"], out["zero_samples"], out["sm_active_n"], out["best_n"]) == (4.0, 2.0, 2.0, 4.0)
     assert out["fb_used_mib_max"] == 120.0

@@ -34,8 +34,10 @@ def energy(out: pl.DataFrame) -> dict[str | None, float]:
     return {job: round(j, 6) for job, j in out.group_by("job_id_raw").agg(pl.col("energy_j").sum()).rows()}
 
 
-RUNS = [run("1", T0 - timedelta(hours=1), T0 + timedelta(hours=1), gpus=3 / 7),
-        run("2", T0 - timedelta(hours=1), T0 + timedelta(hours=1), gpus=1 / 7)]
+RUNS = [
+    run("1", T0 - timedelta(hours=1), T0 + timedelta(hours=1), gpus=3 / 7),
+    run("2", T0 - timedelta(hours=1), T0 + timedelta(hours=1), gpus=1 / 7),
+]
 
 
 @pytest.mark.parametrize("join", JOINS)
@@ -63,14 +65,19 @@ def test_an_instance_in_two_rows_splits_its_share_by_samples(join: str) -> None:
     minutes = [device(), instance(0, "3g.40gb", "1", n=1), instance(0, "3g.40gb", "3", n=1)]
     whole = WATTS * 2 * STEP
     assert energy(attribute(runs, minutes, join)) == {
-        "1": pytest.approx(whole * 3 / 14), "3": pytest.approx(whole * 3 / 14), None: pytest.approx(whole * 4 / 7)}
+        "1": pytest.approx(whole * 3 / 14),
+        "3": pytest.approx(whole * 3 / 14),
+        None: pytest.approx(whole * 4 / 7),
+    }
 
 
 @pytest.mark.parametrize("join", JOINS)
 def test_no_gpu_row_no_invented_power_and_whole_gpus_unchanged(join: str) -> None:
     later = T0 + timedelta(minutes=1)
-    minutes = [instance(0, "3g.40gb", "1", at=later),  # the GPU's row is missing this minute
-               minute(T0, "4", gpu=1)]  # a whole GPU: its own power
+    minutes = [
+        instance(0, "3g.40gb", "1", at=later),  # the GPU's row is missing this minute
+        minute(T0, "4", gpu=1),
+    ]  # a whole GPU: its own power
     runs = [*RUNS, run("4", T0 - timedelta(hours=1), T0 + timedelta(hours=1))]
     out = energy(attribute(runs, minutes, join))
     assert out["4"] == 300.0 * 2 * STEP
@@ -82,8 +89,12 @@ def test_the_gpus_power_on_two_rows_of_a_minute_counts_once(join: str) -> None:
     # the exporter's values went to the parent GPU's row (a run held the GPU) for one sample and
     # to a device row for the other: two rows without an instance in the minute, 1 sample each
     runs = [*RUNS, run("5", T0 - timedelta(hours=1), T0 + timedelta(hours=1))]
-    minutes = [device(n=1, watts=300.0), minute(T0, "5", n=1, power_w_mean=400.0),
-               instance(0, "3g.40gb", "1"), instance(1, "1g.10gb", "2")]
+    minutes = [
+        device(n=1, watts=300.0),
+        minute(T0, "5", n=1, power_w_mean=400.0),
+        instance(0, "3g.40gb", "1"),
+        instance(1, "1g.10gb", "2"),
+    ]
     whole = (300.0 + 400.0) * STEP  # the GPU's energy in the minute
     out = energy(attribute(runs, minutes, join))
     assert out["1"] == pytest.approx(whole * 3 / 7) and out["2"] == pytest.approx(whole / 7)

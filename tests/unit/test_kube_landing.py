@@ -21,11 +21,18 @@ DAY = date(2026, 3, 2)
 def long_of(series: list[dict[str, str]], samples: list[tuple[int, float, float]]) -> LongSamples:
     """series label sets (with __name__); samples (series index, seconds after T0, value)."""
     names = sorted({k for s in series for k in s} - {"__name__"})
-    frame = pl.DataFrame({"series_id": pl.Series(range(len(series)), dtype=pl.UInt32),
-                          "__name__": [s["__name__"] for s in series],
-                          **{n: pl.Series([s.get(n) for s in series], dtype=pl.String) for n in names}})
-    rows = pl.DataFrame([(i, T0 + timedelta(seconds=t), v) for i, t, v in samples],
-                        schema={"series_id": pl.UInt32, "ts": pl.Datetime("us"), "value": pl.Float64}, orient="row")
+    frame = pl.DataFrame(
+        {
+            "series_id": pl.Series(range(len(series)), dtype=pl.UInt32),
+            "__name__": [s["__name__"] for s in series],
+            **{n: pl.Series([s.get(n) for s in series], dtype=pl.String) for n in names},
+        }
+    )
+    rows = pl.DataFrame(
+        [(i, T0 + timedelta(seconds=t), v) for i, t, v in samples],
+        schema={"series_id": pl.UInt32, "ts": pl.Datetime("us"), "value": pl.Float64},
+        orient="row",
+    )
     return LongSamples(frame, rows.sort("series_id", "ts"))
 
 

@@ -36,8 +36,13 @@ INVENTORY = pl.DataFrame(
 
 def usage(cluster: str, gpu_hours: float, department: str = "phys") -> dict:
     return {c: None for c in USAGE_SCHEMA} | {
-        "cluster": cluster, "month": MONTH, "department": department, "division": "sci",
-        "user_name": "u", "gpu_hours": gpu_hours, "state": "COMPLETED",
+        "cluster": cluster,
+        "month": MONTH,
+        "department": department,
+        "division": "sci",
+        "user_name": "u",
+        "gpu_hours": gpu_hours,
+        "state": "COMPLETED",
     }
 
 
@@ -52,7 +57,11 @@ def test_capacity_balance_passes_on_the_mart_exactly() -> None:
     jobs, capacity, mart = build([usage("c1", 100 / 3), usage("c1", 7.1, "chem"), usage("c2", 1 / 7 * 5)])
     result = capacity_balance_check(mart, capacity, MONTH, KEY)
     assert result.passed, result.description
-    assert (result.check_name, result.severity, result.asset_key) == ("capacity_balance", AssetCheckSeverity.ERROR, AssetKey(KEY))
+    assert (result.check_name, result.severity, result.asset_key) == (
+        "capacity_balance",
+        AssetCheckSeverity.ERROR,
+        AssetKey(KEY),
+    )
     assert capacity.filter(pl.col("cluster") == "c1")["capacity_gpu_hours"].item() == 16 * 31 * 24
 
 
@@ -62,6 +71,7 @@ def test_capacity_balance_fails_on_over_allocation_drift_missing_row_and_unknown
     assert not over.passed and "over the capacity" in over.description and "'c1'" in over.description
 
     _, _, mart = build([usage("c1", 10.0)])
+
     def shifted(by: float) -> pl.DataFrame:
         spare_c2 = pl.col("is_unallocated") & (pl.col("cluster") == "c2")
         return mart.with_columns(pl.when(spare_c2).then(pl.col("gpu_hours") + by).otherwise(pl.col("gpu_hours")))
@@ -112,10 +122,20 @@ def test_allocation_within_capacity_per_cluster_hour_and_per_row() -> None:
 
 def staged(**fields) -> dict:
     t = datetime(2026, 10, 2, 8)
-    return {c: None for c in JOBS_SCHEMA} | {
-        "cluster": "c1", "job_id_raw": "1", "state": "COMPLETED", "submit_time": t, "start_time": t,
-        "end_time": t + timedelta(hours=1), "gpus": 8.0, "n_nodes": 1,
-    } | fields
+    return (
+        {c: None for c in JOBS_SCHEMA}
+        | {
+            "cluster": "c1",
+            "job_id_raw": "1",
+            "state": "COMPLETED",
+            "submit_time": t,
+            "start_time": t,
+            "end_time": t + timedelta(hours=1),
+            "gpus": 8.0,
+            "n_nodes": 1,
+        }
+        | fields
+    )
 
 
 def run_jobs_suite(rows: list[dict]):
@@ -170,9 +190,14 @@ def test_failed_check_description_names_up_to_five_offending_values() -> None:
 
 
 def test_unknown_states_are_a_warning_naming_each_state_with_examples() -> None:
-    jobs = pl.DataFrame([staged(job_id_raw=str(i), state="LAUNCH_FAILED") | {"job_id": str(i)} for i in range(7)]
-                        + [staged(job_id_raw="8") | {"job_id": "8"}], schema=JOBS_SCHEMA)
+    jobs = pl.DataFrame(
+        [staged(job_id_raw=str(i), state="LAUNCH_FAILED") | {"job_id": str(i)} for i in range(7)]
+        + [staged(job_id_raw="8") | {"job_id": "8"}],
+        schema=JOBS_SCHEMA,
+    )
     result = unknown_states_check(jobs, ["staging", "stg_slurm__jobs"], "unknown_slurm_states")
     assert not result.passed and result.severity == AssetCheckSeverity.WARN
-    assert result.description == ("7 staged runs have a state cardhours does not know, billed as their times say: "
-                                  "LAUNCH_FAILED (7 runs, e.g. job 0, 1, 2, 3, 4)")
+    assert result.description == (
+        "7 staged runs have a state cardhours does not know, billed as their times say: "
+        "LAUNCH_FAILED (7 runs, e.g. job 0, 1, 2, 3, 4)"
+    )

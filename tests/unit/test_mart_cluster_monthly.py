@@ -7,9 +7,19 @@ from transforms.mart_cluster_monthly import SCHEMA, capacity_gpu_hours, mart_clu
 
 
 def _usage(rows: list[dict]) -> pl.DataFrame:
-    base = {"cluster": "c1", "start_time": datetime(2026, 10, 1), "gpu_hours": 0.0, "active_gpu_hours": None,
-            "idle_gpu_hours": None, "zero_util_gpu_hours": 0.0, "utilization": None, "n_samples": 0,
-            "expected_samples": 0.0, "queue_seconds": 0.0, "energy_kwh": 0.0}
+    base = {
+        "cluster": "c1",
+        "start_time": datetime(2026, 10, 1),
+        "gpu_hours": 0.0,
+        "active_gpu_hours": None,
+        "idle_gpu_hours": None,
+        "zero_util_gpu_hours": 0.0,
+        "utilization": None,
+        "n_samples": 0,
+        "expected_samples": 0.0,
+        "queue_seconds": 0.0,
+        "energy_kwh": 0.0,
+    }
     return pl.DataFrame([{**base, **r} for r in rows])
 
 
@@ -21,13 +31,25 @@ def test_capacity_counts_mig_fractions() -> None:
 
 
 def test_headline_numbers() -> None:
-    usage = _usage([
-        {"gpu_hours": 100.0, "active_gpu_hours": 60.0, "idle_gpu_hours": 40.0, "utilization": 0.6,
-         "n_samples": 90, "expected_samples": 100.0, "queue_seconds": 10.0, "energy_kwh": 5.0},
-        {"gpu_hours": 50.0, "n_samples": 0, "expected_samples": 50.0, "queue_seconds": 30.0},  # no samples
-        {"gpu_hours": 0.0, "start_time": None, "queue_seconds": None},  # pending: not a job of the month
-    ])
-    capacity = pl.DataFrame({"cluster": ["c1", "c2"], "capacity_gpus": [1.0, 2.0], "capacity_gpu_hours": [744.0, 1488.0]})
+    usage = _usage(
+        [
+            {
+                "gpu_hours": 100.0,
+                "active_gpu_hours": 60.0,
+                "idle_gpu_hours": 40.0,
+                "utilization": 0.6,
+                "n_samples": 90,
+                "expected_samples": 100.0,
+                "queue_seconds": 10.0,
+                "energy_kwh": 5.0,
+            },
+            {"gpu_hours": 50.0, "n_samples": 0, "expected_samples": 50.0, "queue_seconds": 30.0},  # no samples
+            {"gpu_hours": 0.0, "start_time": None, "queue_seconds": None},  # pending: not a job of the month
+        ]
+    )
+    capacity = pl.DataFrame(
+        {"cluster": ["c1", "c2"], "capacity_gpus": [1.0, 2.0], "capacity_gpu_hours": [744.0, 1488.0]}
+    )
     out = mart_cluster_monthly(usage, capacity, date(2026, 10, 1))
     assert list(out.schema) == list(SCHEMA)
     c1, c2 = out.rows(named=True)

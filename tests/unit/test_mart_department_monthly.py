@@ -18,9 +18,16 @@ def usage(department: str, user: str, gpu_hours: float, utilization: float | Non
     """A fct_job_usage row in March 2024 on c1."""
     active = None if utilization is None else gpu_hours * utilization
     row = {c: None for c in USAGE_SCHEMA} | {
-        "cluster": "c1", "month": date(2024, 3, 1), "department": department, "division": "sci",
-        "user_name": user, "gpu_hours": gpu_hours, "utilization": utilization, "active_gpu_hours": active,
-        "idle_gpu_hours": None if active is None else gpu_hours - active, "zero_util_gpu_hours": 0.0,
+        "cluster": "c1",
+        "month": date(2024, 3, 1),
+        "department": department,
+        "division": "sci",
+        "user_name": user,
+        "gpu_hours": gpu_hours,
+        "utilization": utilization,
+        "active_gpu_hours": active,
+        "idle_gpu_hours": None if active is None else gpu_hours - active,
+        "zero_util_gpu_hours": 0.0,
         "start_time": datetime(2024, 3, 10),
     }
     return row | fields
@@ -76,7 +83,10 @@ def test_other_months_are_ignored_and_unknown_capacity_gives_null_share() -> Non
 def test_unmeasured_department_has_null_utilization() -> None:
     out = departments(mart([usage("phys", "alice", 10.0, None)]))
     assert out.select("gpu_hours", "measured_gpu_hours", "utilization", "active_gpu_hours").row(0) == (
-        10.0, 0.0, None, None
+        10.0,
+        0.0,
+        None,
+        None,
     )
 
 
@@ -87,9 +97,16 @@ def test_department_mart_sums_equal_job_sums() -> None:
     for i, department in enumerate(["phys", "phys", "chem", "unmapped", "phys", "chem", "unmapped"]):
         utilization = None if i in (4, 6) else 0.1 * i
         rows.append(
-            usage(department, f"u{i % 3}", 1.5 * (i + 1), utilization, queue_seconds=30 * i,
-                  energy_kwh=None if utilization is None else 0.25 * i, zero_util_gpu_hours=0.1 * i,
-                  division="unmapped" if department == "unmapped" else "sci")
+            usage(
+                department,
+                f"u{i % 3}",
+                1.5 * (i + 1),
+                utilization,
+                queue_seconds=30 * i,
+                energy_kwh=None if utilization is None else 0.25 * i,
+                zero_util_gpu_hours=0.1 * i,
+                division="unmapped" if department == "unmapped" else "sci",
+            )
         )
     rows.append(usage("chem", "u9", 0.0, None, start_time=None, queue_seconds=None))  # pending
     job_usage = pl.DataFrame(rows, schema=USAGE_SCHEMA)
@@ -106,7 +123,11 @@ def test_department_mart_sums_equal_job_sums() -> None:
 
 
 def test_unallocated_row_completes_capacity_per_cluster() -> None:
-    rows = [usage("phys", "alice", 10.0, 0.5), usage("chem", "bob", 30.5, None), usage("phys", "x", 9.0, 0.5, cluster="c3")]
+    rows = [
+        usage("phys", "alice", 10.0, 0.5),
+        usage("chem", "bob", 30.5, None),
+        usage("phys", "x", 9.0, 0.5, cluster="c3"),
+    ]
     out = mart(rows)
     spare = out.filter(pl.col("is_unallocated"))
     assert spare.select("cluster", "division", "department", "gpu_hours").rows() == [
@@ -117,7 +138,12 @@ def test_unallocated_row_completes_capacity_per_cluster() -> None:
     c1 = out.filter(pl.col("cluster") == "c1")
     assert c1.get_column("gpu_hours").sum() == pytest.approx(1000.0, abs=1e-9)
     row = spare.row(0, named=True)
-    assert (row["job_count"], row["user_count"], row["preempted_job_count"], row["measured_gpu_hours"]) == (0, 0, 0, 0.0)
+    assert (row["job_count"], row["user_count"], row["preempted_job_count"], row["measured_gpu_hours"]) == (
+        0,
+        0,
+        0,
+        0.0,
+    )
     assert (row["active_gpu_hours"], row["idle_gpu_hours"], row["utilization"], row["queue_seconds_max"]) == (None,) * 4
     assert row["share_of_capacity"] == pytest.approx(959.5 / 1000.0)
     assert out.filter(pl.col("cluster") == "c1").get_column("is_unallocated").to_list() == [False, False, True]

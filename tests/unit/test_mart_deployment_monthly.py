@@ -16,25 +16,56 @@ MARCH = (datetime(2024, 3, 1), datetime(2024, 4, 1))
 T0 = datetime(2024, 3, 10)
 
 
-def replica(name: str, start: datetime, end: datetime | None, deployment: str | None = "chat", hours: float = 1.0,
-            utilization: float | None = 0.5, department: str = "nlp") -> tuple[dict, dict, dict]:
+def replica(
+    name: str,
+    start: datetime,
+    end: datetime | None,
+    deployment: str | None = "chat",
+    hours: float = 1.0,
+    utilization: float | None = 0.5,
+    department: str = "nlp",
+) -> tuple[dict, dict, dict]:
     job_id = f"inf/{name}"
     usage = {c: None for c in USAGE_SCHEMA} | {
-        "cluster": "c1", "scheduler": "kubernetes", "job_id": job_id, "job_id_raw": job_id, "start_time": start,
-        "end_time": end, "department": department, "division": "research", "gpu_model": "H100", "gpu_hours": hours,
-        "utilization": utilization, "active_gpu_hours": None if utilization is None else hours * utilization,
-        "energy_kwh": 1.0}
-    job = {c: None for c in JOBS_SCHEMA} | {"cluster": "c1", "job_id": job_id, "namespace": "inf",
-                                            "deployment_name": deployment}
-    pod = {c: None for c in PODS_SCHEMA} | {"cluster": "c1", "namespace": "inf", "pod": name, "start_time": start,
-                                            "end_time": end, "deployment_name": deployment}
+        "cluster": "c1",
+        "scheduler": "kubernetes",
+        "job_id": job_id,
+        "job_id_raw": job_id,
+        "start_time": start,
+        "end_time": end,
+        "department": department,
+        "division": "research",
+        "gpu_model": "H100",
+        "gpu_hours": hours,
+        "utilization": utilization,
+        "active_gpu_hours": None if utilization is None else hours * utilization,
+        "energy_kwh": 1.0,
+    }
+    job = {c: None for c in JOBS_SCHEMA} | {
+        "cluster": "c1",
+        "job_id": job_id,
+        "namespace": "inf",
+        "deployment_name": deployment,
+    }
+    pod = {c: None for c in PODS_SCHEMA} | {
+        "cluster": "c1",
+        "namespace": "inf",
+        "pod": name,
+        "start_time": start,
+        "end_time": end,
+        "deployment_name": deployment,
+    }
     return usage, job, pod
 
 
 def mart(*replicas: tuple[dict, dict, dict], slurm: list[dict] = ()) -> pl.DataFrame:
     usage, jobs, pods = zip(*replicas, strict=True)
-    return mart_deployment_monthly(pl.DataFrame([*usage, *slurm], schema=USAGE_SCHEMA),
-                                   pl.DataFrame(jobs, schema=JOBS_SCHEMA), pl.DataFrame(pods, schema=PODS_SCHEMA), *MARCH)
+    return mart_deployment_monthly(
+        pl.DataFrame([*usage, *slurm], schema=USAGE_SCHEMA),
+        pl.DataFrame(jobs, schema=JOBS_SCHEMA),
+        pl.DataFrame(pods, schema=PODS_SCHEMA),
+        *MARCH,
+    )
 
 
 def test_replicas_roll_up_with_their_peak_and_replica_hours() -> None:
@@ -63,7 +94,12 @@ def test_pods_are_clipped_to_the_month_and_open_ones_run_to_its_end() -> None:
 
 
 def test_slurm_runs_and_pods_without_a_deployment_are_left_out() -> None:
-    slurm = {c: None for c in USAGE_SCHEMA} | {"cluster": "c1", "scheduler": "slurm", "job_id": "inf/x",
-                                               "start_time": T0, "gpu_hours": 9.0}
+    slurm = {c: None for c in USAGE_SCHEMA} | {
+        "cluster": "c1",
+        "scheduler": "slurm",
+        "job_id": "inf/x",
+        "start_time": T0,
+        "gpu_hours": 9.0,
+    }
     out = mart(replica("x", T0, T0 + timedelta(hours=1), deployment=None), slurm=[slurm])
     assert out.is_empty()

@@ -31,15 +31,28 @@ def test_histogram_quantile_interpolates_inside_the_bucket() -> None:
 
 
 def test_increase_counts_a_reset_and_not_what_came_before_the_period() -> None:
-    frame = pl.DataFrame({"q": ["a"] * 4, "labels": ["{}"] * 4, "ts": [T0 + timedelta(minutes=i) for i in range(4)],
-                          "value": [5.0, 7.0, 1.0, 3.0]})
+    frame = pl.DataFrame(
+        {
+            "q": ["a"] * 4,
+            "labels": ["{}"] * 4,
+            "ts": [T0 + timedelta(minutes=i) for i in range(4)],
+            "value": [5.0, 7.0, 1.0, 3.0],
+        }
+    )
     assert increase(frame, ["q"])["increase"].to_list() == [2.0 + 1.0 + 2.0]
 
 
 def sample(metric: str, minute: int, value: float, queue: str = "cq", **labels: str) -> dict:
     labels = ({"cluster_queue": queue} if metric != "volcano" else {"queue": queue}) | labels
-    return {"cluster": "c1", "day": T0.date(), "metric": metric, "queue": queue,
-            "labels": json.dumps(labels, sort_keys=True), "ts": T0 + timedelta(minutes=minute), "value": value}
+    return {
+        "cluster": "c1",
+        "day": T0.date(),
+        "metric": metric,
+        "queue": queue,
+        "labels": json.dumps(labels, sort_keys=True),
+        "ts": T0 + timedelta(minutes=minute),
+        "value": value,
+    }
 
 
 def crafted() -> list[dict]:
@@ -47,21 +60,29 @@ def crafted() -> list[dict]:
     for minute in range(4):
         admitted = [0.0, 1.0, 2.0, 2.0][minute]
         rows += [sample("w_count", minute, admitted), sample("w_sum", minute, [0.0, 3.0, 13.0, 13.0][minute])]
-        rows += [sample("w_bucket", minute, c, le=le) for le, c in
-                 (("1", 0.0), ("4", min(admitted, 1.0)), ("16", admitted), ("+Inf", admitted))]
-        rows += [sample("pending", minute, [2.0, 1.0, 0.0, 0.0][minute], status="active"),
-                 sample("pending", minute, 1.0, status="inadmissible")]
+        rows += [
+            sample("w_bucket", minute, c, le=le)
+            for le, c in (("1", 0.0), ("4", min(admitted, 1.0)), ("16", admitted), ("+Inf", admitted))
+        ]
+        rows += [
+            sample("pending", minute, [2.0, 1.0, 0.0, 0.0][minute], status="active"),
+            sample("pending", minute, 1.0, status="inadmissible"),
+        ]
         usage = [8.0, 16.0, 20.0, 12.0][minute]
-        rows += [sample("usage", minute, usage, resource="nvidia.com/gpu", flavor="f"),
-                 sample("usage", minute, 99.0, resource="cpu", flavor="f"),
-                 sample("quota", minute, 16.0, resource="nvidia.com/gpu", flavor="f")]
+        rows += [
+            sample("usage", minute, usage, resource="nvidia.com/gpu", flavor="f"),
+            sample("usage", minute, 99.0, resource="cpu", flavor="f"),
+            sample("quota", minute, 16.0, resource="nvidia.com/gpu", flavor="f"),
+        ]
     rows += [sample("volcano", m, 90_000.0, queue="vq", job_name="j1") for m in range(2)]
     rows += [sample("volcano", 3, 30_000.0, queue="vq", job_name="j2")]
     return rows
 
 
 def mart(rows: list[dict]) -> pl.DataFrame:
-    return mart_kube_queue_monthly(pl.DataFrame(rows, schema=RAW_KUBE_QUEUE_SCHEMA), date(2026, 3, 1), STEP, KUEUE, "volcano")
+    return mart_kube_queue_monthly(
+        pl.DataFrame(rows, schema=RAW_KUBE_QUEUE_SCHEMA), date(2026, 3, 1), STEP, KUEUE, "volcano"
+    )
 
 
 def test_kueue_queue_row_waits_pending_and_borrowing() -> None:

@@ -54,9 +54,15 @@ def test_zero_util_user_threshold(zero_hours: float, over: bool) -> None:
     assert users(rows, zero_util_user_gpu_hours=10.0).get_column("is_zero_util_over_threshold")[0] is True
 
 
-@pytest.mark.parametrize(("hours", "util", "low"), [
-    (50.0, 0.25, True), (49.9, 0.25, False), (50.0, 0.2501, False), (80.0, 0.05, True),
-])
+@pytest.mark.parametrize(
+    ("hours", "util", "low"),
+    [
+        (50.0, 0.25, True),
+        (49.9, 0.25, False),
+        (50.0, 0.2501, False),
+        (80.0, 0.05, True),
+    ],
+)
 def test_low_efficiency(hours: float, util: float, low: bool) -> None:
     got = users([usage_row("1", hours=hours, util=util)], flag_rows=pl.DataFrame(schema=FLAGS_SCHEMA))
     assert got.get_column("is_low_efficiency")[0] is low
@@ -66,7 +72,6 @@ def test_users_without_samples_are_not_low_efficiency_and_unpriced_cost_is_null(
     got = users([usage_row("1", hours=100.0, util=None, gpu_model="L40S")]).row(0, named=True)
     assert got["utilization"] is None and got["is_low_efficiency"] is False
     assert got["idle_cost"] is None
-
 
 
 def test_row_order_of_the_input_does_not_change_the_rows() -> None:
@@ -89,5 +94,7 @@ def test_row_order_of_the_input_does_not_change_the_rows() -> None:
     start = datetime.combine(MONTH, datetime.min.time())
     capacity = pl.DataFrame({"cluster": ["alpha"], "capacity_gpu_hours": [1e6]})
     with_month = [frame.with_columns(month=pl.lit(MONTH)) for frame in [usage, *shuffled]]
-    departments = [mart_department_monthly(frame, period_start=start, capacity_gpu_hours=capacity) for frame in with_month]
+    departments = [
+        mart_department_monthly(frame, period_start=start, capacity_gpu_hours=capacity) for frame in with_month
+    ]
     assert departments[0].height >= 2 and all(frame.equals(departments[0]) for frame in departments)

@@ -37,14 +37,18 @@ def rows(long: LongSamples) -> list[tuple]:
 
 
 def test_small_text(tmp_path: Path) -> None:
-    path = write(tmp_path, (
-        "# HELP m a gauge\n# TYPE m gauge\n"
-        'm{gpu="0",Hostname="n1"} 0.5 1772409600.250\n'
-        'm{Hostname="n1",gpu="0"} 7 1772409601\n'  # the same series, labels in another order
-        "\n"
-        'm{gpu="1",Hostname="n1",hpc_job="a\\\\b\\"c\\nd"} NaN 1772409602.000\n'
-        'm{gpu="1",Hostname="n1"} 1e3 1772496000\n'  # == end: outside the half-open window
-        "# EOF\n"))
+    path = write(
+        tmp_path,
+        (
+            "# HELP m a gauge\n# TYPE m gauge\n"
+            'm{gpu="0",Hostname="n1"} 0.5 1772409600.250\n'
+            'm{Hostname="n1",gpu="0"} 7 1772409601\n'  # the same series, labels in another order
+            "\n"
+            'm{gpu="1",Hostname="n1",hpc_job="a\\\\b\\"c\\nd"} NaN 1772409602.000\n'
+            'm{gpu="1",Hostname="n1"} 1e3 1772496000\n'  # == end: outside the half-open window
+            "# EOF\n"
+        ),
+    )
     long = read_openmetrics(path, *WHOLE_DAY)
     assert isinstance(long, LongSamples)
     assert long.series.schema["series_id"] == pl.UInt32
@@ -68,23 +72,32 @@ def test_window_and_empty_result(tmp_path: Path) -> None:
 
 
 def test_lines_the_fast_split_cannot_take(tmp_path: Path) -> None:
-    path = write(tmp_path, (
-        'm{pod="a} b",gpu="0"} 1 1772409600\n'  # "} " inside a label value
-        "up 1 1772409601\n"  # no labels
-        'm{gpu="0"} 2 1772409602 # {trace_id="x"} 1\n'))  # exemplar-style trailing comment
+    path = write(
+        tmp_path,
+        (
+            'm{pod="a} b",gpu="0"} 1 1772409600\n'  # "} " inside a label value
+            "up 1 1772409601\n"  # no labels
+            'm{gpu="0"} 2 1772409602 # {trace_id="x"} 1\n'
+        ),
+    )  # exemplar-style trailing comment
     got = rows(read_openmetrics(path, *WHOLE_DAY))
     assert [(labels, value) for labels, _, value in got] == [
-        ({"__name__": "m", "gpu": "0"}, 2.0), ({"__name__": "m", "gpu": "0", "pod": "a} b"}, 1.0),
-        ({"__name__": "up"}, 1.0)]
+        ({"__name__": "m", "gpu": "0"}, 2.0),
+        ({"__name__": "m", "gpu": "0", "pod": "a} b"}, 1.0),
+        ({"__name__": "up"}, 1.0),
+    ]
 
 
-@pytest.mark.parametrize(("text", "match"), [
-    ('m{gpu="0"} 1 1772409600000\n', "milliseconds"),
-    ('m{gpu="0"} 1\n', "not samples with a value and a timestamp"),
-    ('m{gpu="0"} one 1772409600\n', "one 1772409600"),
-    ('m{gpu="0",gpu="1"} 1 1772409600\n', "repeats a label"),
-    ('m{gpu="0"} 1 1772409600\nm{gpu="0"} 2 1772409600\n', "share a series and timestamp"),
-])
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('m{gpu="0"} 1 1772409600000\n', "milliseconds"),
+        ('m{gpu="0"} 1\n', "not samples with a value and a timestamp"),
+        ('m{gpu="0"} one 1772409600\n', "one 1772409600"),
+        ('m{gpu="0",gpu="1"} 1 1772409600\n', "repeats a label"),
+        ('m{gpu="0"} 1 1772409600\nm{gpu="0"} 2 1772409600\n', "share a series and timestamp"),
+    ],
+)
 def test_refuses_what_it_would_have_to_guess(tmp_path: Path, text: str, match: str) -> None:
     with pytest.raises(OpenMetricsError, match=match):
         read_openmetrics(write(tmp_path, text), *WHOLE_DAY)
@@ -104,7 +117,9 @@ def test_h200_fixture_reads_back_exactly(tmp_path: Path, style: str) -> None:
     joined = long.samples.join(long.series.select("series_id", "__name__", "hpc_job"), on="series_id")
     for metric, column in DCGM_FIELDS.items():
         got = joined.filter(pl.col("__name__") == metric).sort("ts")
-        assert_frame_equal(got.select("ts", "hpc_job", pl.col("value").alias(column)), raw.select("ts", "hpc_job", column))
+        assert_frame_equal(
+            got.select("ts", "hpc_job", pl.col("value").alias(column)), raw.select("ts", "hpc_job", column)
+        )
 
 
 def test_wild_fixture_reads_back_every_sample(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             for at in range(0, len(BODY), 777_777):
-                piece = BODY[at:at + 777_777]
+                piece = BODY[at : at + 777_777]
                 self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
             self.wfile.write(b"0\r\n\r\n")
 

@@ -44,8 +44,10 @@ class Server(PrometheusClient):
         else:
             assert query.startswith('m{gpu="0",job="dcgm"}[')  # the one series, exactly selected
             values = [[t / 1000, "1"] for t in inside]
-            data = {"resultType": "matrix", "result": [{"metric": {"__name__": "m", **LABELS}, "values": values}]
-                    if values else []}
+            data = {
+                "resultType": "matrix",
+                "result": [{"metric": {"__name__": "m", **LABELS}, "values": values}] if values else [],
+            }
         return json.dumps({"status": "success", "data": data}).encode()
 
 

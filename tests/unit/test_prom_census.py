@@ -21,8 +21,13 @@ def series(host_label: str | None, host: str, n: int) -> list[dict[str, str]]:
     return [{"__name__": "m", **labels, "gpu": str(i), "job": "dcgm"} for i in range(n)]
 
 
-SITE = [*series("Hostname", "a", 3), *series("Hostname", "b", 4), *series("Hostname", "c.x", 2),
-        *series("hostname", "d", 5), *series(None, "", 1)]
+SITE = [
+    *series("Hostname", "a", 3),
+    *series("Hostname", "b", 4),
+    *series("Hostname", "c.x", 2),
+    *series("hostname", "d", 5),
+    *series(None, "", 1),
+]
 
 
 def matches(labels: Mapping[str, str], query: str) -> bool:
@@ -49,8 +54,15 @@ class Capped(PrometheusClient):
             return json.dumps({"status": "success", "data": sorted({s.get(label, "") for s in found})}).encode()
         if len(found) > self.cap:
             error = REFUSAL.format(self.cap) if self.status == 422 else "server is on fire"
-            raise PrometheusQueryError(f"HTTP {self.status}: {error}", url=self.url + path, query=query,
-                                       window=window, status=self.status, error=error, attempts=1)
+            raise PrometheusQueryError(
+                f"HTTP {self.status}: {error}",
+                url=self.url + path,
+                query=query,
+                window=window,
+                status=self.status,
+                error=error,
+                attempts=1,
+            )
         self.listings.append(match)
         return json.dumps({"status": "success", "data": found}).encode()
 

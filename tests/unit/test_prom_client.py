@@ -25,13 +25,20 @@ MATRIX = (FIXTURES / "matrix_edge.json").read_bytes()
 BAD_QUERY = (FIXTURES / "error_bad_data.json").read_bytes()
 TOO_MANY = (FIXTURES / "error_too_many_samples.json").read_bytes()
 # VictoriaMetrics 1.79's refusal (tests/integration/test_victoria_metrics.py meets the real one)
-VICTORIA_TOO_MANY = json.dumps({"status": "error", "errorType": "422", "error": (
-    'error when exporting data for query="DCGM_FI_DEV_GPU_UTIL" on the time range (start=1772409600000, '
-    'end=1772496000000): cannot fetch data for "filters=[{__name__=\\"DCGM_FI_DEV_GPU_UTIL\\"}], '
-    'timeRange=[2026-03-02T00:00:00Z..2026-03-03T00:00:00Z]": cannot select more than '
-    "-search.maxSamplesPerQuery=200000 samples; possible solutions: to increase the "
-    "-search.maxSamplesPerQuery; to reduce time range for the query; to use more specific label filters "
-    "in order to select lower number of series")}).encode()
+VICTORIA_TOO_MANY = json.dumps(
+    {
+        "status": "error",
+        "errorType": "422",
+        "error": (
+            'error when exporting data for query="DCGM_FI_DEV_GPU_UTIL" on the time range (start=1772409600000, '
+            'end=1772496000000): cannot fetch data for "filters=[{__name__=\\"DCGM_FI_DEV_GPU_UTIL\\"}], '
+            'timeRange=[2026-03-02T00:00:00Z..2026-03-03T00:00:00Z]": cannot select more than '
+            "-search.maxSamplesPerQuery=200000 samples; possible solutions: to increase the "
+            "-search.maxSamplesPerQuery; to reduce time range for the query; to use more specific label filters "
+            "in order to select lower number of series"
+        ),
+    }
+).encode()
 PARAMS = {"query": "DCGM_FI_PROF_SM_ACTIVE[120001ms]", "time": "1772409720.000"}
 WINDOW = "[2026-03-02T00:00:00.000Z, 2026-03-02T00:02:00.000Z)"
 
@@ -49,8 +56,14 @@ class Handler(BaseHTTPRequestHandler):
         script: Script = self.server.script  # type: ignore[attr-defined]
         length = int(self.headers.get("Content-Length") or 0)
         form = self.rfile.read(length).decode() if length else ""
-        script.seen.append({"method": self.command, "path": urlsplit(self.path).path, "headers": dict(self.headers),
-                            "params": parse_qs(urlsplit(self.path).query or form)})
+        script.seen.append(
+            {
+                "method": self.command,
+                "path": urlsplit(self.path).path,
+                "headers": dict(self.headers),
+                "params": parse_qs(urlsplit(self.path).query or form),
+            }
+        )
         status, headers, body = script.answers[min(len(script.seen), len(script.answers)) - 1]
         self.send_response(status)
         for name, value in {"Content-Type": "application/json", "Content-Length": str(len(body)), **headers}.items():
@@ -81,8 +94,9 @@ def url(server: ThreadingHTTPServer) -> str:
 
 
 def client_for(target: str, sleeps: list[float], **options: object) -> PrometheusClient:
-    return PrometheusClient(target, max_retries=3, timeout_seconds=5, backoff=Backoff(rng=random.Random(1)),
-                            sleep=sleeps.append, **options)
+    return PrometheusClient(
+        target, max_retries=3, timeout_seconds=5, backoff=Backoff(rng=random.Random(1)), sleep=sleeps.append, **options
+    )
 
 
 def test_retries_503_then_returns_the_body(peer: ThreadingHTTPServer) -> None:
@@ -120,13 +134,17 @@ def test_gives_up_after_max_retries_naming_url_query_window_status_and_error(pee
     assert len(peer.script.seen) == 4 and len(sleeps) == 3
 
 
-@pytest.mark.parametrize("status, body, text, too_many", [
-    (400, BAD_QUERY, "unclosed left bracket", False),
-    (422, TOO_MANY, "query processing would load too many samples into memory", True),
-    (422, VICTORIA_TOO_MANY, r"cannot select more than -search.maxSamplesPerQuery=200000 samples", True),
-])
-def test_query_errors_are_not_retried(peer: ThreadingHTTPServer, status: int, body: bytes, text: str,
-                                      too_many: bool) -> None:
+@pytest.mark.parametrize(
+    "status, body, text, too_many",
+    [
+        (400, BAD_QUERY, "unclosed left bracket", False),
+        (422, TOO_MANY, "query processing would load too many samples into memory", True),
+        (422, VICTORIA_TOO_MANY, r"cannot select more than -search.maxSamplesPerQuery=200000 samples", True),
+    ],
+)
+def test_query_errors_are_not_retried(
+    peer: ThreadingHTTPServer, status: int, body: bytes, text: str, too_many: bool
+) -> None:
     peer.script = Script((status, {}, body))
     with pytest.raises(PrometheusQueryError, match=text) as caught:
         client_for(url(peer), []).get("/api/v1/query", PARAMS, query=PARAMS["query"], window=WINDOW)
@@ -192,7 +210,14 @@ def test_backoff_is_capped_and_jittered() -> None:
 
 
 def test_error_answers_keep_the_servers_json_reason(peer: ThreadingHTTPServer) -> None:
-    peer.script = Script((503, {}, json.dumps({"status": "error", "errorType": "timeout",
-                                               "error": "query timed out in query execution"}).encode()))
+    peer.script = Script(
+        (
+            503,
+            {},
+            json.dumps(
+                {"status": "error", "errorType": "timeout", "error": "query timed out in query execution"}
+            ).encode(),
+        )
+    )
     with pytest.raises(PrometheusQueryError, match="timeout: query timed out"):
         client_for(url(peer), []).get("/api/v1/query", PARAMS, query="q", window="w")

@@ -45,10 +45,13 @@ def test_a_failed_request_does_not_print_the_password() -> None:
     port = free_port()  # nothing listens there
     with pytest.raises(PrometheusQueryError) as caught:
         client_for(f"http://intruder:hunter2@127.0.0.1:{port}", []).get(
-            "/api/v1/query", PARAMS, query=PARAMS["query"], window=WINDOW)
+            "/api/v1/query", PARAMS, query=PARAMS["query"], window=WINDOW
+        )
     message = str(caught.value)
-    assert message.startswith(f"Prometheus request failed after 4 attempt(s): http://127.0.0.1:{port}/api/v1/query "
-                              f"query {PARAMS['query']!r} window {WINDOW}: no HTTP response: ConnectionError")
+    assert message.startswith(
+        f"Prometheus request failed after 4 attempt(s): http://127.0.0.1:{port}/api/v1/query "
+        f"query {PARAMS['query']!r} window {WINDOW}: no HTTP response: ConnectionError"
+    )
     assert caught.value.url == f"http://127.0.0.1:{port}/api/v1/query"
     for secret in ("hunter2", "intruder"):
         assert secret not in message and secret not in caught.value.error

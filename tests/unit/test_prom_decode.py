@@ -13,12 +13,19 @@ import numpy as np
 import pytest
 
 from cardhours.sources.prometheus.decode import (
-    Columns, DecodeError, Matrix, decode_columns, decode_data, decode_label_sets, decode_matrix, decode_matrix_json,
+    Columns,
+    DecodeError,
+    Matrix,
+    decode_columns,
+    decode_data,
+    decode_label_sets,
+    decode_matrix,
+    decode_matrix_json,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
 INDEX = json.loads((FIXTURES / "index.json").read_text())
-LINE = re.compile(r'^(\w+)\{(.*)\} (\S+) (\S+)$')
+LINE = re.compile(r"^(\w+)\{(.*)\} (\S+) (\S+)$")
 PAIR = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -42,8 +49,8 @@ def openmetrics_truth(metric: str) -> dict[tuple, list[tuple[int, float]]]:
 def as_dict(matrix: Matrix) -> dict[tuple, list[tuple[int, float]]]:
     ends = np.cumsum(matrix.counts)
     out = {}
-    for labels, end, n in zip(matrix.labels, ends, matrix.counts):
-        rows = zip(matrix.ts_ms[end - n:end].tolist(), matrix.values[end - n:end].tolist())
+    for labels, end, n in zip(matrix.labels, ends, matrix.counts, strict=True):
+        rows = zip(matrix.ts_ms[end - n : end].tolist(), matrix.values[end - n : end].tolist(), strict=True)
         out[tuple(sorted(labels.items()))] = list(rows)
     return out
 
@@ -56,7 +63,7 @@ def same_samples(a: dict, b: dict) -> bool:
         left, right = a[key], b[key]
         if [t for t, _ in left] != [t for t, _ in right]:
             return False
-        for (_, x), (_, y) in zip(left, right):
+        for (_, x), (_, y) in zip(left, right, strict=True):
             if not (math.isnan(x) and math.isnan(y)) and (x != y or math.copysign(1, x) != math.copysign(1, y)):
                 return False
     return True
@@ -115,10 +122,13 @@ def test_empty_result_is_an_empty_matrix() -> None:
     assert empty.labels == [] and len(empty.ts_ms) == 0 and len(empty.values) == 0
 
 
-@pytest.mark.parametrize("name, error_type, text", [
-    ("error_bad_data", "bad_data", "unclosed left bracket"),
-    ("error_too_many_samples", "execution", "too many samples"),
-])
+@pytest.mark.parametrize(
+    "name, error_type, text",
+    [
+        ("error_bad_data", "bad_data", "unclosed left bracket"),
+        ("error_too_many_samples", "execution", "too many samples"),
+    ],
+)
 def test_error_answers_raise_with_the_servers_reason(name: str, error_type: str, text: str) -> None:
     with pytest.raises(DecodeError, match=text) as caught:
         decode_matrix(body(name))
@@ -147,8 +157,10 @@ def test_victoria_cluster_partial_answers_never_decode_complete_ones_do() -> Non
 
 
 def test_native_histograms_are_refused_not_dropped() -> None:
-    text = (b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"h"},'
-            b'"histograms":[[1772409600,{"count":"1","sum":"1","buckets":[]}]]}]}}')
+    text = (
+        b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"h"},'
+        b'"histograms":[[1772409600,{"count":"1","sum":"1","buckets":[]}]]}]}}'
+    )
     with pytest.raises(DecodeError, match="histogram"):
         decode_matrix(text)
 
@@ -158,8 +170,12 @@ def test_window_keeps_start_and_drops_end() -> None:
     cut = matrix.window(1772409615123, 1772409660000)
     kept = as_dict(cut)
     assert len(kept) == 2  # GPU-a and GPU-b; GPU-c and GPU-d have nothing in the window
-    assert sorted(t for rows in kept.values() for t, _ in rows) == [1772409615123, 1772409630000, 1772409630000,
-                                                                     1772409645500]
+    assert sorted(t for rows in kept.values() for t, _ in rows) == [
+        1772409615123,
+        1772409630000,
+        1772409630000,
+        1772409645500,
+    ]
 
 
 def test_series_and_build_info_answers() -> None:

@@ -57,7 +57,7 @@ def readings() -> list[tuple[int, int, float, float | None]]:
         rows.append((job0, t, 100.0 + t % 7, counter(t)))
         if job0 == 2 and 300 <= t < 400:
             rows.append((3, t, 100.0 + t % 7, counter(t)))
-        for one in ((4, 5) if t < 300 else (6,)):
+        for one in (4, 5) if t < 300 else (6,):
             rows.append((one, t, 200.0 + t % 5, float(5_000_000 + 300 * t)))
         rows.append((7, t, 50.0, None))
     return rows
@@ -65,8 +65,11 @@ def readings() -> list[tuple[int, int, float, float | None]]:
 
 def series() -> pl.DataFrame:
     sets = label_sets()
-    table = [{"series_id": 2 * i + k, "__name__": name, **labels}
-             for i, labels in enumerate(sets) for k, name in enumerate((POWER, ENERGY))]
+    table = [
+        {"series_id": 2 * i + k, "__name__": name, **labels}
+        for i, labels in enumerate(sets)
+        for k, name in enumerate((POWER, ENERGY))
+    ]
     return pl.DataFrame(table).with_columns(pl.col("series_id").cast(pl.UInt32))
 
 
@@ -123,14 +126,20 @@ def test_one_row_per_series_and_step_except_where_a_series_resumes_or_the_counte
     # Rows keep their step start unless their GPU changed job, or its counter reset, inside the
     # step: then they are stamped with their last reading's time (still inside the step).
     moved = rows.filter(pl.col("ts") != step).select("hostname", "gpu", "hpc_job", "ts").sort("ts").rows()
-    assert moved == [("n1", 0, "A", at(150)), ("n1", 0, None, at(170)), ("n1", 0, "B", at(290)),
-                     ("n1", 0, "B", at(470))]
+    assert moved == [
+        ("n1", 0, "A", at(150)),
+        ("n1", 0, None, at(170)),
+        ("n1", 0, "B", at(290)),
+        ("n1", 0, "B", at(470)),
+    ]
     # Energy-only rows: the idle readings before A (A interrupts them inside one step), and the
     # readings on both sides of the reset.
     energy_only = wide.filter(pl.col("power_w").is_null()).select("hostname", "gpu", "hpc_job", "ts", "energy_mj")
-    assert energy_only.sort("ts").rows() == [("n1", 0, None, at(120), counter(120)),
-                                             ("n1", 0, "B", at(420), counter(420)),
-                                             ("n1", 0, "B", at(430), counter(430))]
+    assert energy_only.sort("ts").rows() == [
+        ("n1", 0, None, at(120), counter(120)),
+        ("n1", 0, "B", at(420), counter(420)),
+        ("n1", 0, "B", at(430), counter(430)),
+    ]
     # Jobs sharing a GPU, a job change on a step edge and a GPU without the counter: untouched.
     assert rows.filter(pl.col("gpu") == 1).filter(pl.col("ts") != step).is_empty()
     assert rows.filter(pl.col("hostname") == "n2").height == 10
@@ -138,7 +147,8 @@ def test_one_row_per_series_and_step_except_where_a_series_resumes_or_the_counte
 
 def test_no_energy_series_leaves_the_samples_alone() -> None:
     long = downsampled_long()
-    power_only = LongSamples(long.series.filter(pl.col("__name__") == POWER),
-                             long.samples.filter(pl.col("series_id") % 2 == 0))
+    power_only = LongSamples(
+        long.series.filter(pl.col("__name__") == POWER), long.samples.filter(pl.col("series_id") % 2 == 0)
+    )
     start_us = (T0 - EPOCH) // timedelta(microseconds=1)
     assert place_energy(power_only, FIELDS, start_us, STEP * 1_000_000) is power_only

@@ -60,8 +60,16 @@ def test_merge_orders_series_by_label_set_and_samples_by_time_whatever_the_arriv
     long = merger.result()
     assert long.series.select("series_id", "__name__", "gpu").rows() == [(0, "k", "0"), (1, "m", "0"), (2, "m", "1")]
     rows = long.samples.select("series_id", pl.col("ts").dt.epoch("s"), "value").rows()
-    assert rows == [(0, 5, 5.5), (1, 0, 0.5), (1, 50, 50.5), (1, 110, 110.5), (2, 10, 10.5), (2, 60, 60.5),
-                    (2, 100, 100.5), (2, 150, 150.5)]
+    assert rows == [
+        (0, 5, 5.5),
+        (1, 0, 0.5),
+        (1, 50, 50.5),
+        (1, 110, 110.5),
+        (2, 10, 10.5),
+        (2, 60, 60.5),
+        (2, 100, 100.5),
+        (2, 150, 150.5),
+    ]
     assert long.samples.equals(long.samples.sort("series_id", "ts"))
 
 

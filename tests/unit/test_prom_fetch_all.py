@@ -42,8 +42,9 @@ class Recorded(PrometheusClient):
     """Answers from :func:`answer`; refuses queries spanning more than ``refuse_above_ms``
     for all hosts, as Prometheus does past ``--query.max-samples``; records the calling threads."""
 
-    def __init__(self, refuse_above_ms: int | None = None, wrong_name: str | None = None,
-                 partial: bool | None = None) -> None:
+    def __init__(
+        self, refuse_above_ms: int | None = None, wrong_name: str | None = None, partial: bool | None = None
+    ) -> None:
         super().__init__("http://prometheus.invalid:9090")
         self.refuse_above_ms, self.wrong_name, self.partial = refuse_above_ms, wrong_name, partial
         self.get_threads: list[str] = []
@@ -52,8 +53,15 @@ class Recorded(PrometheusClient):
         self.get_threads.append(threading.current_thread().name)
         range_ms = int(query.rsplit("[", 1)[1].removesuffix("ms]"))
         if self.refuse_above_ms is not None and range_ms > self.refuse_above_ms and "=~" not in query:
-            raise PrometheusQueryError(f"refused: {TOO_MANY}", url=self.url + path, query=query, window=window,
-                                       status=422, error=TOO_MANY, attempts=1)
+            raise PrometheusQueryError(
+                f"refused: {TOO_MANY}",
+                url=self.url + path,
+                query=query,
+                window=window,
+                status=422,
+                error=TOO_MANY,
+                attempts=1,
+            )
         body = answer("m", query, float(params["time"]), HOSTS, self.wrong_name)
         if self.partial is not None:  # as VictoriaMetrics' cluster writes it
             body = body.replace(b'"success",', b'"success","isPartial":%s,' % str(self.partial).lower().encode(), 1)
@@ -68,8 +76,15 @@ def read(client: Recorded, hours: int = 4, chunk_hours: int = 2):
         step = chunk_hours * HOUR_MS
         return [Request("m", t, min(t + step, b), found.total) for t in range(a, b, step)]
 
-    return fetch.fetch_all(client, [("m", 0, end)], probe=lambda metric, a, b: census, plan=plan, selector="",
-                           max_parallel=2, min_span_ms=STEP_S * 1000)
+    return fetch.fetch_all(
+        client,
+        [("m", 0, end)],
+        probe=lambda metric, a, b: census,
+        plan=plan,
+        selector="",
+        max_parallel=2,
+        min_span_ms=STEP_S * 1000,
+    )
 
 
 def test_every_sample_comes_back_once_in_order() -> None:
@@ -103,8 +118,11 @@ def test_refused_request_is_split_by_host_and_answered() -> None:
 
 
 def test_answer_with_another_metric_fails_naming_query_and_window() -> None:
-    with pytest.raises(PrometheusQueryError, match=r"undecodable answer from http://prometheus.invalid:9090"
-                                                   r"/api/v1/query for query 'm\[") as caught:
+    with pytest.raises(
+        PrometheusQueryError,
+        match=r"undecodable answer from http://prometheus.invalid:9090"
+        r"/api/v1/query for query 'm\[",
+    ) as caught:
         read(Recorded(wrong_name="other"))
     assert "asked for m" in str(caught.value) and "1970-01-01" in caught.value.window
 

@@ -15,8 +15,9 @@ from cardhours.sources.prometheus import decode, jit_values
 from cardhours.sources.prometheus.decode import decode_matrix, decode_matrix_json, parse_values
 
 
-def read(lists: list[str], shift_ms: int = 0, slow_rows: int = 64,
-         words: bool = True) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+def read(
+    lists: list[str], shift_ms: int = 0, slow_rows: int = 64, words: bool = True
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     """(status, counts, ts_us, values) of values lists (outer brackets excluded), slow values
     parsed; ``words=False`` reads timestamps byte by byte only (no 8-digit words)."""
     text = ",".join(f"[{one}]" for one in lists).encode()
@@ -29,8 +30,17 @@ def read(lists: list[str], shift_ms: int = 0, slow_rows: int = 64,
     room = jit_values.max_samples(starts, ends)
     ts, values, counts = np.empty(room, np.int64), np.empty(room), np.empty(len(lists), np.int64)
     slow = np.empty((slow_rows, 3), np.int64)
-    status, n, n_slow, _ = jit_values.read_lists(np.frombuffer(text, np.uint8), jit_values.words_of(text) if words else np.zeros(0, np.uint64), starts, ends,
-                                                 shift_ms, ts, values, counts, slow)
+    status, n, n_slow, _ = jit_values.read_lists(
+        np.frombuffer(text, np.uint8),
+        jit_values.words_of(text) if words else np.zeros(0, np.uint64),
+        starts,
+        ends,
+        shift_ms,
+        ts,
+        values,
+        counts,
+        slow,
+    )
     if status == jit_values.OK and not jit_values.finish_slow(text, slow[:n_slow], values):
         status = -1
     return status, counts, ts[:n], values[:n]
@@ -44,17 +54,59 @@ def same_as_float(texts: list[str]) -> None:
     status, counts, _, values = read([",".join(f'[1700000000,"{t}"]' for t in texts)], slow_rows=len(texts))
     assert status == jit_values.OK and counts.tolist() == [len(texts)]
     expected = [float(t) for t in texts]
-    wrong = [(t, v, e) for t, v, e in zip(texts, values.tolist(), expected) if bits([v]) != bits([e])]
+    wrong = [(t, v, e) for t, v, e in zip(texts, values.tolist(), expected, strict=True) if bits([v]) != bits([e])]
     assert not wrong, wrong[:5]
 
 
-EDGES = ["0", "-0", "0.0", "-0.0", "1", "-1", "1.", ".5", "-.5", "0.1", "0.2", "0.3", "0.30000000000000004",
-         "2.5", "123.456", "00012.5000", "9007199254740992", "9007199254740993", "9007199254740994",
-         "18014398509481985", "999999999999999", "9999999999999999", "99999999999999999", "123456789012345678",
-         "1234567890123456789", "4294967295", "2147483632", "140737488355328", "9223372036854775792",
-         "18446744073709551615", "123456789012345690000000", "1e5", "1E-7", "-2.5e+300", "NaN", "+Inf", "-Inf",
-         "0." + "0" * 21 + "1", "0." + "0" * 22 + "1", "0." + "0" * 300 + "1", "1" + "0" * 22, "1" + "0" * 400,
-         "0.1234567890123456789012", "1.7976931348623157", "179769313486231570" + "0" * 291, "5e-324", "+5"]
+EDGES = [
+    "0",
+    "-0",
+    "0.0",
+    "-0.0",
+    "1",
+    "-1",
+    "1.",
+    ".5",
+    "-.5",
+    "0.1",
+    "0.2",
+    "0.3",
+    "0.30000000000000004",
+    "2.5",
+    "123.456",
+    "00012.5000",
+    "9007199254740992",
+    "9007199254740993",
+    "9007199254740994",
+    "18014398509481985",
+    "999999999999999",
+    "9999999999999999",
+    "99999999999999999",
+    "123456789012345678",
+    "1234567890123456789",
+    "4294967295",
+    "2147483632",
+    "140737488355328",
+    "9223372036854775792",
+    "18446744073709551615",
+    "123456789012345690000000",
+    "1e5",
+    "1E-7",
+    "-2.5e+300",
+    "NaN",
+    "+Inf",
+    "-Inf",
+    "0." + "0" * 21 + "1",
+    "0." + "0" * 22 + "1",
+    "0." + "0" * 300 + "1",
+    "1" + "0" * 22,
+    "1" + "0" * 400,
+    "0.1234567890123456789012",
+    "1.7976931348623157",
+    "179769313486231570" + "0" * 291,
+    "5e-324",
+    "+5",
+]
 
 
 def test_edge_values_are_exactly_float() -> None:
@@ -65,8 +117,16 @@ def test_random_values_are_exactly_float() -> None:
     rng = random.Random(3)
     texts = []
     for _ in range(20_000):  # shortest positional forms, as Prometheus writes them
-        x = rng.choice([rng.random(), rng.random() * 100, rng.uniform(-1e6, 1e6), rng.random() * 10 ** rng.randint(-30, 30),
-                        round(rng.random(), rng.randint(0, 8)), float(rng.randint(0, 10 ** 12))])
+        x = rng.choice(
+            [
+                rng.random(),
+                rng.random() * 100,
+                rng.uniform(-1e6, 1e6),
+                rng.random() * 10 ** rng.randint(-30, 30),
+                round(rng.random(), rng.randint(0, 8)),
+                float(rng.randint(0, 10**12)),
+            ]
+        )
         texts.append(np.format_float_positional(x, unique=True, trim="-"))
     for _ in range(20_000):  # random decimal strings: 1-20 digits, the dot anywhere, leading zeros
         digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 20)))
@@ -84,8 +144,9 @@ def test_fast_path_takes_short_decimals_and_leaves_the_rest_to_float() -> None:
 
 
 def test_timestamps_are_exact_microseconds_less_the_shift() -> None:
-    status, counts, ts, _ = read(['[1772409600,"1"],[1772409615.123,"1"],[1772409630.1,"1"],[1772409645.99,"1"]',
-                                  '[0.001,"2"]'], shift_ms=1)
+    status, counts, ts, _ = read(
+        ['[1772409600,"1"],[1772409615.123,"1"],[1772409630.1,"1"],[1772409645.99,"1"]', '[0.001,"2"]'], shift_ms=1
+    )
     assert status == jit_values.OK and counts.tolist() == [4, 1]
     assert ts.tolist() == [1772409599999000, 1772409615122000, 1772409630099000, 1772409645989000, 0]
 
@@ -99,21 +160,36 @@ def test_timestamps_read_by_words_equal_byte_by_byte() -> None:
         ms = rng.randint(0, 10 ** rng.randint(1, 15))
         seconds, fraction = divmod(ms, 1000)
         stamps.append(f"{seconds}.{fraction:03d}".rstrip("0").rstrip(".") if fraction else str(seconds))
-    lists = [",".join(f'[{t},"{rng.randint(0, 9)}"]' for t in stamps[i:i + rng.randint(1, 9)])
-             for i in range(0, len(stamps), 5)]
+    lists = [
+        ",".join(f'[{t},"{rng.randint(0, 9)}"]' for t in stamps[i : i + rng.randint(1, 9)])
+        for i in range(0, len(stamps), 5)
+    ]
     by_words, by_bytes = read(lists), read(lists, words=False)
     assert by_words[0] == by_bytes[0] == jit_values.OK
-    expected = [round(float(t) * 1000) * 1000 for one in lists for t in (p.split(",")[0] for p in one[1:-1].split("],["))]
+    expected = [
+        round(float(t) * 1000) * 1000 for one in lists for t in (p.split(",")[0] for p in one[1:-1].split("],["))
+    ]
     assert by_words[2].tolist() == by_bytes[2].tolist() == expected
     assert read(['[12345678x,"1"]'])[0] == read(['[1234567890123,"1"]'])[0] == jit_values.BAD_LAYOUT
 
 
-@pytest.mark.parametrize("text", [
-    '[1772409600.1234,"1"]',  # more than milliseconds
-    '[1.7e9,"1"]', '[-5,"1"]', '["1772409600","1"]',  # not decimal seconds
-    '[1772409600, "1"]', ' [1772409600,"1"]', '[1772409600,"1"] ',  # whitespace
-    '[1772409600,"1"],', '[1772409600,"1"][1,"1"]', '[1772409600,"1"', '[1772409600,1]', '[1772409600,"1]',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[1772409600.1234,"1"]',  # more than milliseconds
+        '[1.7e9,"1"]',
+        '[-5,"1"]',
+        '["1772409600","1"]',  # not decimal seconds
+        '[1772409600, "1"]',
+        ' [1772409600,"1"]',
+        '[1772409600,"1"] ',  # whitespace
+        '[1772409600,"1"],',
+        '[1772409600,"1"][1,"1"]',
+        '[1772409600,"1"',
+        "[1772409600,1]",
+        '[1772409600,"1]',
+    ],
+)
 def test_other_layouts_are_refused(text: str) -> None:
     assert read([text])[0] == jit_values.BAD_LAYOUT
 
@@ -150,8 +226,9 @@ def test_a_list_must_end_before_its_closing_bracket() -> None:
     text = b'[1,"1"],[2,"2"]'
     args = (np.empty(4, np.int64), np.empty(4), np.empty(1, np.int64), np.empty((1, 3), np.int64))
     for end in (len(text), 7):  # past the body's end; a ',' after the list
-        status = jit_values.read_lists(np.frombuffer(text, np.uint8), jit_values.words_of(text),
-                                       np.array([0]), np.array([end]), 0, *args)[0]
+        status = jit_values.read_lists(
+            np.frombuffer(text, np.uint8), jit_values.words_of(text), np.array([0]), np.array([end]), 0, *args
+        )[0]
         assert status == jit_values.BAD_LAYOUT
 
 
@@ -167,10 +244,23 @@ def test_placed_decoding_writes_each_list_at_its_place_and_checks_counts_and_ord
     us = 1_000_000
 
     def decode(dest: list[int], expected: list[int], lo: int = 0, hi: int = 35, lists: int = 2):
-        return jit_values.decode_lists(body, words, starts[:lists], ends[:lists], 0, lo * us, hi * us,
-                                       np.array(dest, np.int64), np.array(expected, np.int64),
-                                       np.array([7, 9, 3][:lists], np.int64), ts, values, series,
-                                       np.empty(lists, np.int64), slow)
+        return jit_values.decode_lists(
+            body,
+            words,
+            starts[:lists],
+            ends[:lists],
+            0,
+            lo * us,
+            hi * us,
+            np.array(dest, np.int64),
+            np.array(expected, np.int64),
+            np.array([7, 9, 3][:lists], np.int64),
+            ts,
+            values,
+            series,
+            np.empty(lists, np.int64),
+            slow,
+        )
 
     status, n, n_slow, _ = decode([1, 0], [3, 1])  # second list first in the output; its 40 is outside
     assert status == jit_values.OK and n == 4 and n_slow == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -21,9 +22,14 @@ S = 1000  # ms per second
 
 def answer(series: list[tuple[dict[str, str], list[tuple[str, str]]]], warnings: bool = False) -> bytes:
     """A matrix answer in Prometheus' compact layout; points as (timestamp text, value text)."""
-    result = ",".join('{"metric":%s,"values":[%s]}' % (json.dumps(labels, separators=(",", ":")),
-                                                          ",".join(f'[{t},"{v}"]' for t, v in points))
-                      for labels, points in series)
+    result = ",".join(
+        '{"metric":'
+        + json.dumps(labels, separators=(",", ":"))
+        + ',"values":['
+        + ",".join(f'[{t},"{v}"]' for t, v in points)
+        + "]}"
+        for labels, points in series
+    )
     tail = ',"warnings":["partial"]' if warnings else ""
     return ('{"status":"success","data":{"resultType":"matrix","result":[' + result + "]}" + tail + "}").encode()
 
@@ -59,21 +65,28 @@ def same(a, b) -> None:
 
 
 def test_scan_counts_each_list_inside_the_window_from_its_edges() -> None:
-    body = answer([(gpu(0), [("99.999", "1"), ("100", "2"), ("115", "3"), ("130", "4")]),  # 99.999 and 130 outside
-                   (gpu(1), [("130", "5")]),  # only at the end: nothing inside
-                   (gpu(2), []),  # an empty list is left out
-                   (gpu(3), [("100", "NaN")])])
+    body = answer(
+        [
+            (gpu(0), [("99.999", "1"), ("100", "2"), ("115", "3"), ("130", "4")]),  # 99.999 and 130 outside
+            (gpu(1), [("130", "5")]),  # only at the end: nothing inside
+            (gpu(2), []),  # an empty list is left out
+            (gpu(3), [("100", "NaN")]),
+        ]
+    )
     scanned = scan(body, Request("m", 100 * S, 130 * S, 4), SeriesIndex())
     assert scanned is not None and scanned.counts.tolist() == [2, 0, 1]
-    assert [body[a:b].count(b"[") for a, b in zip(scanned.starts, scanned.ends)] == [4, 1, 1]
+    assert [body[a:b].count(b"[") for a, b in zip(scanned.starts, scanned.ends, strict=True)] == [4, 1, 1]
 
 
-@pytest.mark.parametrize("body", [
-    b'{"status":"success","data":{"resultType":"matrix","result":[]}}',
-    answer([(gpu(0), [("100", "1")])], warnings=True),
-    answer([(gpu(0), [("100", "1")])]).replace(b'"values":[', b'"values": ['),
-    answer([(gpu(0), [("100", "1")])]).replace(b'"resultType":"matrix"', b'"resultType":"vector"'),
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"status":"success","data":{"resultType":"matrix","result":[]}}',
+        answer([(gpu(0), [("100", "1")])], warnings=True),
+        answer([(gpu(0), [("100", "1")])]).replace(b'"values":[', b'"values": ['),
+        answer([(gpu(0), [("100", "1")])]).replace(b'"resultType":"matrix"', b'"resultType":"vector"'),
+    ],
+)
 def test_scan_leaves_other_layouts_and_warnings_to_the_reference_path(body: bytes) -> None:
     scanned = scan(body, Request("m", 0, 200 * S, 1), SeriesIndex())
     assert scanned is None or scanned.counts.size == 0
@@ -101,7 +114,7 @@ def random_answers(rng: random.Random, metrics: tuple[str, ...] = ("a", "b")) ->
     cuts = [base, base + 1200 * S, base + 2400 * S, base + 3600 * S]
     for metric in metrics:
         series = [gpu(i, metric) for i in rng.sample(range(40), 12)]
-        for a, b in zip(cuts, cuts[1:]):
+        for a, b in pairwise(cuts):
             chunk = []
             for labels in sorted(series, key=lambda d: sorted(d.items())):
                 if rng.random() < 0.2:

@@ -9,8 +9,16 @@ import pytest
 from cardhours.sources.prometheus.chunks import SeriesIndex
 from cardhours.sources.prometheus.decode import DecodeError
 
-GPU = {"Hostname": "gpu-001", "UUID": "GPU-1", "device": "nvidia0", "gpu": "0", "hpc_job": "17",
-       "modelName": "NVIDIA H200", "_z": "after __name__", "__a": "before __name__"}
+GPU = {
+    "Hostname": "gpu-001",
+    "UUID": "GPU-1",
+    "device": "nvidia0",
+    "gpu": "0",
+    "hpc_job": "17",
+    "modelName": "NVIDIA H200",
+    "_z": "after __name__",
+    "__a": "before __name__",
+}
 
 
 def text(labels: dict[str, str]) -> bytes:
@@ -27,7 +35,7 @@ def whole(metric: str, raw: bytes) -> tuple[tuple[str, ...], dict[str, str]]:
 
 def check(index: SeriesIndex, metric: str, texts: list[bytes]) -> None:
     ids = index.ids(metric, texts)
-    for i, raw in zip(ids.tolist(), texts):
+    for i, raw in zip(ids.tolist(), texts, strict=True):
         key, labels = whole(metric, raw)
         assert index.keys[i] == key
         assert index.labels[i] == labels

@@ -42,7 +42,9 @@ def _as_read(mart: pl.DataType, report: pl.DataType) -> bool:
 def test_the_review_reads_columns_the_mart_has(name: str) -> None:
     subset, mart = pl.Schema(getattr(data, name)), pl.Schema(SUBSETS[name])
     assert [column for column in subset if column not in mart] == []
-    assert [(column, mart[column], dtype) for column, dtype in subset.items() if not _as_read(mart[column], dtype)] == []
+    assert [
+        (column, mart[column], dtype) for column, dtype in subset.items() if not _as_read(mart[column], dtype)
+    ] == []
 
 
 def test_every_subset_is_checked() -> None:

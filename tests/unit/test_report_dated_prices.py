@@ -44,32 +44,40 @@ def costs(frame: pl.DataFrame, config: RatesConfig = CHANGED) -> dict[str, tuple
 
 
 def test_a_job_spanning_the_change_is_priced_part_at_each_price_by_seconds() -> None:
-    priced = costs(jobs(
-        run("span", CHANGE - timedelta(hours=2), 4, gpus=2),  # 4 GPU-hours at 2.5, 4 at 3.5
-        run("second", CHANGE - timedelta(seconds=60), 180 / 3600),  # 60 s at 2.5, 120 s at 3.5
-        run("before", CHANGE - timedelta(hours=2), 2),  # ends at the change
-        run("after", CHANGE, 1),  # starts at it
-        run("sept", datetime(2026, 9, 30, 23), 2, month_start=datetime(2026, 10, 1)),  # 1 h held in October
-    ))  # fmt: skip
+    priced = costs(
+        jobs(
+            run("span", CHANGE - timedelta(hours=2), 4, gpus=2),  # 4 GPU-hours at 2.5, 4 at 3.5
+            run("second", CHANGE - timedelta(seconds=60), 180 / 3600),  # 60 s at 2.5, 120 s at 3.5
+            run("before", CHANGE - timedelta(hours=2), 2),  # ends at the change
+            run("after", CHANGE, 1),  # starts at it
+            run("sept", datetime(2026, 9, 30, 23), 2, month_start=datetime(2026, 10, 1)),  # 1 h held in October
+        )
+    )
     assert priced["span"] == (pytest.approx(24.0), pytest.approx(12.0))
     assert priced["second"][0] == pytest.approx(0.05 * (2.5 / 3 + 3.5 * 2 / 3))
     assert priced["before"] == (5.0, 2.5) and priced["after"] == (3.5, 1.75) and priced["sept"] == (2.5, 1.25)
 
 
 def test_mig_at_its_base_model_unpriced_null_and_zero_seconds_at_the_price_of_its_start() -> None:
-    priced = costs(jobs(
-        run("mig", CHANGE - timedelta(hours=1), 2, gpus=3 / 7, gpu_model="A100 3g.40gb"),
-        run("b200", CHANGE, 1, gpu_model="B200"), run("empty", CHANGE + timedelta(hours=1), 0),
-    ))  # fmt: skip
+    priced = costs(
+        jobs(
+            run("mig", CHANGE - timedelta(hours=1), 2, gpus=3 / 7, gpu_model="A100 3g.40gb"),
+            run("b200", CHANGE, 1, gpu_model="B200"),
+            run("empty", CHANGE + timedelta(hours=1), 0),
+        )
+    )
     assert priced["mig"][0] == pytest.approx(2 * 3 / 7 * 1.4)  # A100 has no change
     assert priced["b200"] == (None, None) and priced["empty"] == (0.0, 0.0)
 
 
 def test_an_hour_holding_the_change_is_seconds_weighted() -> None:
-    hours = pl.DataFrame({
-        "gpu_model": ["H100", "H100", "H100", "A100 1g.10gb", "B200"],
-        "hour": [datetime(2026, 10, 15, h) for h in (11, 12, 13, 12, 12)], "idle": [2.0] * 5,
-    })  # fmt: skip
+    hours = pl.DataFrame(
+        {
+            "gpu_model": ["H100", "H100", "H100", "A100 1g.10gb", "B200"],
+            "hour": [datetime(2026, 10, 15, h) for h in (11, 12, 13, 12, 12)],
+            "idle": [2.0] * 5,
+        }
+    )
     priced = with_hour_cost(hours, segments(), "idle", "cost")["cost"].to_list()
     assert priced == [5.0, pytest.approx(2 * (2.5 + 3.5) / 2), 7.0, pytest.approx(2.8), None]
 
@@ -81,18 +89,27 @@ def month_inputs(config: RatesConfig = CHANGED, **settings) -> tuple:
         run("after", CHANGE, 10, department="vision"),
         run("mig", datetime(2026, 10, 3), 5, gpus=3 / 7, gpu_model="A100 3g.40gb", department="vision"),
         run("b200", datetime(2026, 10, 3), 5, gpu_model="B200", department="vision"),
-    )  # fmt: skip
-    september = jobs(run("s1", datetime(2026, 9, 10), 10, month_start=datetime(2026, 9, 1),
-                         month_end=datetime(2026, 10, 1)))  # fmt: skip
+    )
+    september = jobs(
+        run("s1", datetime(2026, 9, 10), 10, month_start=datetime(2026, 9, 1), month_end=datetime(2026, 10, 1))
+    )
     hours = [datetime(2026, 10, 15, h) for h in (11, 12, 13)] + [datetime(2026, 9, 10)]
-    model_hours = pl.DataFrame({
-        "cluster": "c1", "month": [MONTH] * 3 + [SEPT], "gpu_model": "H100", "hour": hours,
-        "capacity_seconds": 8 * 3600.0, "allocated_seconds": 4 * 3600.0,
-    })  # fmt: skip
+    model_hours = pl.DataFrame(
+        {
+            "cluster": "c1",
+            "month": [MONTH] * 3 + [SEPT],
+            "gpu_model": "H100",
+            "hour": hours,
+            "capacity_seconds": 8 * 3600.0,
+            "allocated_seconds": 4 * 3600.0,
+        }
+    )
     departments = october.group_by("cluster", "department").agg(
-        pl.lit(MONTH).alias("month"), pl.lit("research").alias("division"), pl.len().alias("job_count"),
+        pl.lit(MONTH).alias("month"),
+        pl.lit("research").alias("division"),
+        pl.len().alias("job_count"),
         pl.col("gpu_hours").sum(),
-    )  # fmt: skip
+    )
     runs = pl.concat([october, september]).select(
         "cluster", "month", "gpu_model", "start_time", "elapsed_seconds", "gpu_hours", "idle_gpu_hours"
     )
@@ -102,18 +119,43 @@ def month_inputs(config: RatesConfig = CHANGED, **settings) -> tuple:
 
 def review(config: RatesConfig = CHANGED):
     october, runs, model_hours, departments, settings = month_inputs(config)
-    clusters = pl.DataFrame({"cluster": ["c1", "c1"], "month": [SEPT, MONTH], "capacity_gpu_hours": [8.0, 24.0],
-                             "allocated_gpu_hours": [4.0, 12.0], "active_gpu_hours": [2.0, 6.0]})  # fmt: skip
+    clusters = pl.DataFrame(
+        {
+            "cluster": ["c1", "c1"],
+            "month": [SEPT, MONTH],
+            "capacity_gpu_hours": [8.0, 24.0],
+            "allocated_gpu_hours": [4.0, 12.0],
+            "active_gpu_hours": [2.0, 6.0],
+        }
+    )
     clusters = clusters.with_columns(idle_gpu_hours=pl.col("allocated_gpu_hours") - pl.col("active_gpu_hours"))
     for name in ("job_count", "jobs_without_samples"):
         clusters = clusters.with_columns(pl.lit(1).alias(name))
     for name in ("sample_coverage", "queue_seconds_p50", "queue_seconds_p95"):
         clusters = clusters.with_columns(pl.lit(1.0).alias(name))
-    for name in ("user_count", "measured_gpu_hours", "active_gpu_hours", "idle_gpu_hours", "zero_util_gpu_hours",
-                 "utilization", "energy_kwh", "queue_seconds_p50", "queue_seconds_p95", "share_of_capacity"):
+    for name in (
+        "user_count",
+        "measured_gpu_hours",
+        "active_gpu_hours",
+        "idle_gpu_hours",
+        "zero_util_gpu_hours",
+        "utilization",
+        "energy_kwh",
+        "queue_seconds_p50",
+        "queue_seconds_p95",
+        "share_of_capacity",
+    ):
         departments = departments.with_columns(pl.lit(1.0).alias(name))
-    return build_inputs(MONTH, "test", clusters=clusters, departments=departments, jobs=october, runs=runs,
-                        model_hours=model_hours, settings=settings)  # fmt: skip
+    return build_inputs(
+        MONTH,
+        "test",
+        clusters=clusters,
+        departments=departments,
+        jobs=october,
+        runs=runs,
+        model_hours=model_hours,
+        settings=settings,
+    )
 
 
 def test_the_pages_use_the_dated_prices_and_name_the_unpriced_model() -> None:
@@ -141,12 +183,12 @@ def test_department_costs_agree_with_the_chargeback_lines_to_the_cent() -> None:
         run("c", CHANGE + timedelta(seconds=1), 3.3, gpus=1, department="vision", partition="debug"),
         run("d", CHANGE - timedelta(minutes=1), 0.05, gpus=3 / 7, gpu_model="A100 3g.40gb", department="vision"),
         run("e", datetime(2026, 9, 29), 72, gpus=2, department="vision"),  # from September
-    )  # fmt: skip
+    )
     lines = build(october, CHANGED).lines
     assert lines.filter(pl.col("gpu_model") == "H100")["charge_period_start"].n_unique() == 2
     charged = lines.group_by("department").agg(
         ((pl.col("gpu_hours_micro") * pl.col("list_unit_price_micro")).sum() / 1e12).alias("charged")
-    )  # fmt: skip
+    )
     inputs = replace(review(), jobs=with_job_costs(october, segments(), MONTH))
     reviewed = department_costs(inputs).join(charged, on="department")
     assert reviewed.height == 2
@@ -163,9 +205,16 @@ def test_a_month_without_price_changes_prices_as_before() -> None:
     head = headline_frame(inputs, MONTH).row(0, named=True)
     assert head["infra_idle_cost"] == (24.0 - 12.0) * 2.5
     undated = replace(inputs.settings, price_segments=None, prices=base)
-    before = build_inputs(MONTH, "test", clusters=inputs.clusters, departments=inputs.departments,
-                          jobs=month_inputs()[0], runs=month_inputs()[1], model_hours=month_inputs()[2],
-                          settings=undated)  # fmt: skip
+    before = build_inputs(
+        MONTH,
+        "test",
+        clusters=inputs.clusters,
+        departments=inputs.departments,
+        jobs=month_inputs()[0],
+        runs=month_inputs()[1],
+        model_hours=month_inputs()[2],
+        settings=undated,
+    )
     assert render_review(inputs) == render_review(before)
     assert render_department_pages(inputs) == render_department_pages(before)
     assert undated_segments(base)["list_unit_price"].to_list() == [1.4, 2.5]
@@ -180,7 +229,9 @@ def test_the_review_marts_price_idle_hours_at_the_dated_prices_too() -> None:
     """fct_job_flags and mart_user_monthly price idle_cost with the same segments."""
     from transforms.flag_rules.costs import with_idle_cost
 
-    runs = jobs(run("span", CHANGE - timedelta(hours=2), 4, gpus=2), run("b200", CHANGE, 1, gpu_model="B200", account="x"))
+    runs = jobs(
+        run("span", CHANGE - timedelta(hours=2), 4, gpus=2), run("b200", CHANGE, 1, gpu_model="B200", account="x")
+    )
     priced = with_idle_cost(runs, segments(), "EUR", MONTH)
     assert priced["idle_cost"].to_list() == [pytest.approx(12.0), None]  # as the pages price them; B200 has no price
     assert priced["idle_cost"].to_list()[:1] == with_job_costs(runs, segments(), MONTH)["idle_cost"].to_list()[:1]

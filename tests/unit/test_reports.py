@@ -8,23 +8,41 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
-from reports import render_review, write_review
-from reports import figures as figures_module
-from reports import write as write_module
-from reports.figures import department_hours_figure, utilization_bins
 from markupsafe import escape as esc
 
+from reports import figures as figures_module
+from reports import render_review, write_review
+from reports import write as write_module
+from reports.figures import department_hours_figure, utilization_bins
 from reports.html import Column, Section, fmt_pct, table
 from reports.review import CLOSING_BLOCKS, REVIEW_BLOCKS
 from reports.sections.headline import headline_section
 from tests.unit.reports_frames import (
-    BUNDLE, EVIL_ACCOUNT, EVIL_CLUSTER, EVIL_DEPT, EVIL_JOB, EVIL_USER, MONTH, clusters_frame,
-    departments_frame, figure_json, jobs_frame, make_inputs, outside_bundle, section, section_ids,
-)  # fmt: skip
+    BUNDLE,
+    EVIL_ACCOUNT,
+    EVIL_CLUSTER,
+    EVIL_DEPT,
+    EVIL_JOB,
+    EVIL_USER,
+    MONTH,
+    clusters_frame,
+    departments_frame,
+    figure_json,
+    jobs_frame,
+    make_inputs,
+    outside_bundle,
+    section,
+    section_ids,
+)
 
-FIGURES = ("fig-trend-shares", "fig-trend-hours", "fig-department-hours", "fig-utilization",
-           "fig-hour-of-day", "fig-weekday-hour")  # fmt: skip
+FIGURES = (
+    "fig-trend-shares",
+    "fig-trend-hours",
+    "fig-department-hours",
+    "fig-utilization",
+    "fig-hour-of-day",
+    "fig-weekday-hour",
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +64,24 @@ def test_page_is_one_document_with_plotlyjs_inlined_once(page: str) -> None:
 
 def test_every_block_is_on_the_page_and_how_to_read_comes_last(page: str) -> None:
     ids = section_ids(page)
-    for expected in ("headline", "department-index", "trends", "department-chart", "departments", "quotas",
-                     "low-efficiency-departments", "top-flagged-jobs", "top-users", "utilization",
-                     "time-profile", "partitions", "gpu-models", "top-idle-jobs", "users", "coverage"):  # fmt: skip
+    for expected in (
+        "headline",
+        "department-index",
+        "trends",
+        "department-chart",
+        "departments",
+        "quotas",
+        "low-efficiency-departments",
+        "top-flagged-jobs",
+        "top-users",
+        "utilization",
+        "time-profile",
+        "partitions",
+        "gpu-models",
+        "top-idle-jobs",
+        "users",
+        "coverage",
+    ):
         assert expected in ids
     assert ids[-1] == "how-to-read" and "no-jobs" not in ids
 
@@ -70,8 +103,10 @@ def test_user_strings_are_escaped_in_every_table(page: str) -> None:
     for raw in (EVIL_JOB, "<script>alert(1)", EVIL_DEPT, "<i>2</i>", EVIL_USER, EVIL_ACCOUNT, "<b>check</b>"):
         assert raw not in rest
     scripts = re.findall(r"<script[^>]*>(.{0,40})", rest, flags=re.S)
-    assert all(body.startswith(("window.PlotlyConfig", "</script>", "\n", "                window.PLOTLYENV"))
-               for body in scripts), scripts  # fmt: skip
+    assert all(
+        body.startswith(("window.PlotlyConfig", "</script>", "\n", "                window.PLOTLYENV"))
+        for body in scripts
+    ), scripts
     expected = {
         "top-idle-jobs": [EVIL_JOB, EVIL_USER, EVIL_ACCOUNT, EVIL_DEPT],
         "top-flagged-jobs": [EVIL_JOB, EVIL_USER, EVIL_DEPT, "<b>check</b> loader"],  # account: in the CSV only
@@ -114,8 +149,8 @@ def test_null_utilization_is_na(page: str) -> None:
 def test_unmapped_department_is_highlighted_in_table_and_figure(page: str) -> None:
     assert section(page, "departments").count('<tr class="needs-mapping">') == 1
     data, layout = figure_json(page, "fig-department-hours")
-    hatched = [label for label, shape in zip(layout["yaxis"]["ticktext"], data[0]["marker"]["pattern"]["shape"])
-               if shape == "/"]  # fmt: skip
+    shapes = data[0]["marker"]["pattern"]["shape"]
+    hatched = [label for label, shape in zip(layout["yaxis"]["ticktext"], shapes, strict=True) if shape == "/"]
     assert hatched == ["unmapped (needs a mapping) · alpha"]
 
 
@@ -124,8 +159,10 @@ def test_department_bars_are_sorted_and_stacked() -> None:
     active, idle = department_hours_figure(march).data
     fig = department_hours_figure(march)
     assert list(fig.layout.yaxis.ticktext) == [
-        "unmapped (needs a mapping)", "&lt;img src=x onerror=alert(2)&gt;", "physics",
-    ]  # fmt: skip
+        "unmapped (needs a mapping)",
+        "&lt;img src=x onerror=alert(2)&gt;",
+        "physics",
+    ]
     assert list(active.x) == [0.0, 50.0, 150.0] and list(idle.x) == [0.0, 150.0, 150.0]
     assert fig.layout.barmode == "stack" and active.orientation == "h"
 
@@ -240,9 +277,11 @@ def test_unallocated_capacity_row_is_not_a_department() -> None:
     """The mart's (unallocated) capacity row is infra idle (headline), not a department row or bar."""
     departments = departments_frame()
     capacity_row = departments.slice(1, 1).with_columns(
-        pl.lit("(unallocated)").alias("department"), pl.lit("(unallocated)").alias("division"),
-        pl.lit(9999.0).alias("gpu_hours"), pl.lit(True).alias("is_unallocated"),
-    )  # fmt: skip
+        pl.lit("(unallocated)").alias("department"),
+        pl.lit("(unallocated)").alias("division"),
+        pl.lit(9999.0).alias("gpu_hours"),
+        pl.lit(True).alias("is_unallocated"),
+    )
     html = render_review(make_inputs(departments=pl.concat([departments, capacity_row])))
     assert "(unallocated)" not in html
     assert "9,999" not in html

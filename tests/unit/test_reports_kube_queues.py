@@ -11,9 +11,15 @@ from transforms.mart_kube_queue_monthly import SCHEMA
 
 
 def queues(name: str, cluster: str = "c1") -> pl.DataFrame:
-    row = {c: None for c in SCHEMA} | {"cluster": cluster, "month": date(2026, 3, 1), "queue": name,
-                                       "queue_kind": "kueue", "admitted_workloads": 12,
-                                       "admission_wait_p50_seconds": 96.0, "usage_share_peak": 1.25}
+    row = {c: None for c in SCHEMA} | {
+        "cluster": cluster,
+        "month": date(2026, 3, 1),
+        "queue": name,
+        "queue_kind": "kueue",
+        "admitted_workloads": 12,
+        "admission_wait_p50_seconds": 96.0,
+        "usage_share_peak": 1.25,
+    }
     return pl.DataFrame([row], schema=SCHEMA)
 
 

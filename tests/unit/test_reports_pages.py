@@ -14,9 +14,18 @@ from reports import render_department_pages, render_review, write_department_pag
 from reports.department_page import department_names, render_department_page
 from reports.paths import department_file_name, department_href
 from tests.unit.reports_frames import (
-    BUNDLE, EVIL_ACCOUNT, EVIL_DEPT, EVIL_JOB, EVIL_USER, departments_frame, make_inputs, outside_bundle,
-    section, section_ids, table_row,
-)  # fmt: skip
+    BUNDLE,
+    EVIL_ACCOUNT,
+    EVIL_DEPT,
+    EVIL_JOB,
+    EVIL_USER,
+    departments_frame,
+    make_inputs,
+    outside_bundle,
+    section,
+    section_ids,
+    table_row,
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +64,16 @@ def test_department_page_content(pages: dict[str, str]) -> None:
     page = pages["physics.html"]
     assert page.count(BUNDLE) == 1 and page.startswith("<!DOCTYPE html>")
     assert '<a href="../review.html">' in page
-    assert section_ids(page) == ["summary", "quota", "trend", "users", "flagged-jobs", "utilization",
-                                 "top-idle-jobs", "how-to-read"]  # fmt: skip
+    assert section_ids(page) == [
+        "summary",
+        "quota",
+        "trend",
+        "users",
+        "flagged-jobs",
+        "utilization",
+        "top-idle-jobs",
+        "how-to-read",
+    ]
     summary = section(page, "summary")
     # alpha: jobs 1, 2, 5 (120 GPU-h on H100 at 2.0)
     assert table_row(summary, "alpha")[1:6] == ["2", "1", "300.0", "240.00", "50.0%"]
@@ -76,8 +93,12 @@ def test_department_page_escapes_every_data_string(pages: dict[str, str]) -> Non
     for raw in (EVIL_JOB, EVIL_DEPT, EVIL_USER, EVIL_ACCOUNT, "<b>check</b>"):
         assert raw not in rest
     assert f"<title>GPU use of {esc(EVIL_DEPT)}, 2025-03</title>" in page
-    for section_id, raw in (("users", EVIL_USER), ("flagged-jobs", EVIL_JOB), ("top-idle-jobs", EVIL_ACCOUNT),
-                            ("top-idle-jobs", EVIL_JOB)):  # fmt: skip
+    for section_id, raw in (
+        ("users", EVIL_USER),
+        ("flagged-jobs", EVIL_JOB),
+        ("top-idle-jobs", EVIL_ACCOUNT),
+        ("top-idle-jobs", EVIL_JOB),
+    ):
         assert esc(raw) in section(page, section_id), section_id
 
 

@@ -4,7 +4,7 @@ schedule reading it from the config file at tick time (never at import)."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -63,10 +63,10 @@ def test_hours_after_the_ingest_are_accepted(tz: str, hour: int) -> None:
 
 
 def test_review_month_key_is_the_previous_utc_month() -> None:
-    assert review_month_key(datetime(2026, 11, 1, 6, tzinfo=timezone.utc)) == "2026-10-01"
+    assert review_month_key(datetime(2026, 11, 1, 6, tzinfo=UTC)) == "2026-10-01"
     assert review_month_key(datetime(2027, 1, 1, 6, tzinfo=ZoneInfo("Europe/Berlin"))) == "2026-12-01"
     assert review_month_key(datetime(2026, 12, 1, 6, tzinfo=ZoneInfo("America/New_York"))) == "2026-11-01"
-    assert review_month_key(datetime(2024, 1, 1, 6, tzinfo=timezone.utc)) is None  # before the partitions
+    assert review_month_key(datetime(2024, 1, 1, 6, tzinfo=UTC)) is None  # before the partitions
 
 
 def _ticks(defs, start: datetime, hours: int) -> list[tuple[datetime, object]]:
@@ -88,10 +88,10 @@ def _ticks(defs, start: datetime, hours: int) -> list[tuple[datetime, object]]:
 @pytest.mark.parametrize(
     ("tz", "hour", "run_at_utc"),
     [
-        ("UTC", 6, datetime(2026, 11, 1, 6, tzinfo=timezone.utc)),
-        ("Europe/Berlin", 6, datetime(2026, 11, 1, 5, tzinfo=timezone.utc)),  # CET = UTC+1 in November
-        ("Asia/Tokyo", 13, datetime(2026, 11, 1, 4, tzinfo=timezone.utc)),
-        ("America/Los_Angeles", 0, datetime(2026, 11, 1, 7, tzinfo=timezone.utc)),  # PDT until Nov 1 09:00 UTC
+        ("UTC", 6, datetime(2026, 11, 1, 6, tzinfo=UTC)),
+        ("Europe/Berlin", 6, datetime(2026, 11, 1, 5, tzinfo=UTC)),  # CET = UTC+1 in November
+        ("Asia/Tokyo", 13, datetime(2026, 11, 1, 4, tzinfo=UTC)),
+        ("America/Los_Angeles", 0, datetime(2026, 11, 1, 7, tzinfo=UTC)),  # PDT until Nov 1 09:00 UTC
     ],
 )
 def test_schedule_requests_the_month_once_at_the_configured_hour(
@@ -101,7 +101,7 @@ def test_schedule_requests_the_month_once_at_the_configured_hour(
     schedule = defs.resolve_schedule_def("monthly_review_schedule")
     assert schedule.job_name == "monthly_review"
     assert (schedule.cron_schedule, schedule.execution_timezone) == (MONTHLY_REVIEW_CRON, "UTC")
-    ticks = _ticks(defs, datetime(2026, 11, 1, 0, tzinfo=timezone.utc), 48)
+    ticks = _ticks(defs, datetime(2026, 11, 1, 0, tzinfo=UTC), 48)
     requested = [(tick, data.run_requests) for tick, data in ticks if data.run_requests]
     assert len(requested) == 1, requested
     tick, requests = requested[0]
@@ -112,7 +112,7 @@ def test_schedule_requests_the_month_once_at_the_configured_hour(
 
 
 def test_schedule_skips_before_the_first_partition() -> None:
-    result = review_tick(datetime(2024, 1, 1, 6, tzinfo=timezone.utc), ScheduleConfig())
+    result = review_tick(datetime(2024, 1, 1, 6, tzinfo=UTC), ScheduleConfig())
     assert isinstance(result, SkipReason) and "no monthly partition" in (result.skip_message or "")
 
 
@@ -123,5 +123,5 @@ def test_the_config_is_read_at_tick_time_not_at_import(tmp_path: Path, monkeypat
     defs = build_definitions(EnvVar("CARDHOURS_TEST_CONFIG"))  # no file yet: building must not read it
     path = config_with(tmp_path, 'timezone = "Europe/Berlin"\nmonthly_hour = 9')
     monkeypatch.setenv("CARDHOURS_TEST_CONFIG", str(path))
-    ticks = _ticks(defs, datetime(2026, 11, 1, 0, tzinfo=timezone.utc), 24)
+    ticks = _ticks(defs, datetime(2026, 11, 1, 0, tzinfo=UTC), 24)
     assert [tick.hour for tick, data in ticks if data.run_requests] == [8]  # 09:00 CET, not the default 06:00 UTC

@@ -20,9 +20,21 @@ from reports.sections.time_profile import day_night_frame, hour_of_day_frame, ti
 from reports.sections.usage import models_section, partitions_section
 from reports.trends import monthly_totals, trends_section
 from tests.unit.reports_frames import (
-    EVIL_CLUSTER, EVIL_DEPT, EVIL_JOB, EVIL_USER, MONTH, PREVIOUS, SETTINGS, clusters_frame, department_row,
-    flags_frame, job, jobs_frame, make_inputs, table_row,
-)  # fmt: skip
+    EVIL_CLUSTER,
+    EVIL_DEPT,
+    EVIL_JOB,
+    EVIL_USER,
+    MONTH,
+    PREVIOUS,
+    SETTINGS,
+    clusters_frame,
+    department_row,
+    flags_frame,
+    job,
+    jobs_frame,
+    make_inputs,
+    table_row,
+)
 
 
 def headline(inputs=None) -> str:
@@ -62,8 +74,11 @@ def test_first_month_says_no_previous_month() -> None:
 
 def test_zero_previous_value_gives_the_change_without_a_ratio() -> None:
     clusters = clusters_frame().with_columns(
-        pl.when(pl.col("month") == PREVIOUS).then(0).otherwise(pl.col("jobs_without_samples")).alias("jobs_without_samples")
-    )  # fmt: skip
+        pl.when(pl.col("month") == PREVIOUS)
+        .then(0)
+        .otherwise(pl.col("jobs_without_samples"))
+        .alias("jobs_without_samples")
+    )
     assert table_row(headline(make_inputs(clusters=clusters)), "jobs without samples")[2] == "+2"
 
 
@@ -74,22 +89,33 @@ def test_month_helpers() -> None:
 
 def test_prices_use_the_base_model_for_mig_and_null_without_a_price() -> None:
     assert base_model("A100 3g.40gb") == "A100" and base_model("H100") == "H100"
-    assert price_key("A100 3g.40gb", {"A100"}) == "A100" and price_key("A100 3g.40gb", {"A100 3g.40gb"}) == "A100 3g.40gb"
+    assert (
+        price_key("A100 3g.40gb", {"A100"}) == "A100" and price_key("A100 3g.40gb", {"A100 3g.40gb"}) == "A100 3g.40gb"
+    )
     assert price_key(None, {"A100"}) is None
     segments = undated_segments({"A100": 1.5, "H100": 2.0})
-    frame = pl.DataFrame({"gpu_model": ["A100 3g.40gb", "B200", "H100"], "gpu_hours": [2.0, 5.0, 1.0],
-                          "idle_gpu_hours": [1.0, 1.0, 0.0], "start_time": [datetime(2025, 3, 2)] * 3,
-                          "elapsed_seconds": [60, 60, 60]})  # fmt: skip
+    frame = pl.DataFrame(
+        {
+            "gpu_model": ["A100 3g.40gb", "B200", "H100"],
+            "gpu_hours": [2.0, 5.0, 1.0],
+            "idle_gpu_hours": [1.0, 1.0, 0.0],
+            "start_time": [datetime(2025, 3, 2)] * 3,
+            "elapsed_seconds": [60, 60, 60],
+        }
+    )
     priced = with_job_costs(frame, segments, MONTH)
     assert priced["cost"].to_list() == [3.0, None, 2.0] and priced["idle_cost"].to_list() == [1.5, None, 0.0]
     assert unpriced_models(frame["gpu_model"], segments) == ["B200"]
 
 
 def quota_inputs(**settings):
-    departments = pl.DataFrame([
-        department_row("alpha", "physics", 744.0, 300.0), department_row("alpha", "chem", 2232.0, 900.0),
-        department_row("alpha", "bio", 372.0, 100.0),
-    ])  # fmt: skip
+    departments = pl.DataFrame(
+        [
+            department_row("alpha", "physics", 744.0, 300.0),
+            department_row("alpha", "chem", 2232.0, 900.0),
+            department_row("alpha", "bio", 372.0, 100.0),
+        ]
+    )
     return make_inputs(departments=departments, settings=replace(SETTINGS, **settings))
 
 
@@ -98,7 +124,9 @@ def test_quota_use_and_borrowing() -> None:
     assert frame["physics"]["used_gpus"] == pytest.approx(1.0) and frame["physics"]["borrowed_gpus"] == 0.0
     assert frame["physics"]["quota_use"] == pytest.approx(1.0)  # at the quota: nothing borrowed
     assert frame["chem"]["used_gpus"] == pytest.approx(3.0) and frame["chem"]["borrowed_gpus"] == pytest.approx(1.0)
-    assert frame["chem"]["borrowed_gpu_hours"] == pytest.approx(744.0) and frame["chem"]["quota_use"] == pytest.approx(1.5)
+    assert frame["chem"]["borrowed_gpu_hours"] == pytest.approx(744.0) and frame["chem"]["quota_use"] == pytest.approx(
+        1.5
+    )
     assert frame["bio"]["quota_gpus"] == 0.0 and frame["bio"]["borrowed_gpu_hours"] == pytest.approx(372.0)
     assert frame["bio"]["quota_use"] is None
     html = quota_section(quota_inputs()).render_body()
@@ -154,7 +182,7 @@ def test_top_users_by_waste_and_the_per_user_table() -> None:
     users = users_section(make_inputs()).render_body()
     assert users.index(">ann<") < users.index(esc(EVIL_USER)) < users.index(">bob<")  # by GPU-hours
     bob = [r for r in users.split("<tr>") if ">bob<" in r][0]
-    assert ">unmapped (needs a mapping)</td><td class=\"num\">2</td><td class=\"num\">40.0<" in bob
+    assert '>unmapped (needs a mapping)</td><td class="num">2</td><td class="num">40.0<' in bob
 
 
 def test_hour_of_day_and_day_night_shares() -> None:
@@ -191,12 +219,16 @@ def test_gpu_model_view_and_unpriced_models() -> None:
 def test_trends_over_the_months() -> None:
     totals = monthly_totals(make_inputs()).rows(named=True)
     assert [t["month"] for t in totals] == [PREVIOUS, MONTH]
-    assert totals[1]["workload_idle_cost"] == pytest.approx(675.0) and totals[0]["infra_idle_cost"] == pytest.approx(800.0)
+    assert totals[1]["workload_idle_cost"] == pytest.approx(675.0) and totals[0]["infra_idle_cost"] == pytest.approx(
+        800.0
+    )
     assert totals[1]["infra_idle_gpu_hours"] == pytest.approx(375.0)
     html = trends_section(make_inputs()).render_body()
     assert "2 months of data" in html and table_row(html, "2025-02")[1:3] == ["800.0", "50.0%"]
     old = clusters_frame().with_columns(pl.lit(PREVIOUS.replace(year=2024)).alias("month")).head(1)
-    assert "2024-02" not in trends_section(make_inputs(clusters=pl.concat([old, clusters_frame()]))).render_body()  # > 12 months
+    assert (
+        "2024-02" not in trends_section(make_inputs(clusters=pl.concat([old, clusters_frame()]))).render_body()
+    )  # > 12 months
 
 
 def test_coverage_section() -> None:

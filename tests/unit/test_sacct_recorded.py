@@ -51,7 +51,12 @@ def test_het_components_are_separate_allocations_with_their_own_tres_and_hosts()
     jobs = by_id(staged(OCTOBER))
     first, second = jobs["201+0"], jobs["201+1"]
     assert (first["job_id_raw"], second["job_id_raw"]) == ("201", "202")
-    assert (first["het_job_id"], first["het_offset"], second["het_job_id"], second["het_offset"]) == ("201", 0, "201", 1)
+    assert (first["het_job_id"], first["het_offset"], second["het_job_id"], second["het_offset"]) == (
+        "201",
+        0,
+        "201",
+        1,
+    )
     assert (first["gpus"], second["gpus"]) == (4.0, 16.0)  # typed h100=4 and untyped =4: not 8
     assert (first["hosts"], second["hosts"]) == (["gpu-01"], ["gpu-02", "gpu-03"])
     assert (first["n_steps"], second["n_steps"]) == (3, 2)  # batch, extern, 0 / extern, 0
@@ -65,7 +70,9 @@ def test_mig_slices_count_as_fractions_never_with_the_untyped_count() -> None:
     assert (jobs["212"]["gpu_slots"], jobs["212"]["gpu_type"], jobs["212"]["is_mig"]) == (3, "1g.10gb,3g.40gb", True)
     assert (jobs["210"]["gpu_type"], jobs["211"]["gpu_type"]) == ("3g.20gb", "3g.40gb")
     weighted = by_id(staged(OCTOBER, {"3g.40gb": 0.5, "1g.10gb": 0.125}))
-    assert (weighted["210"]["gpus"], weighted["211"]["gpus"], weighted["212"]["gpus"]) == pytest.approx((3 / 7, 0.5, 0.75))
+    assert (weighted["210"]["gpus"], weighted["211"]["gpus"], weighted["212"]["gpus"]) == pytest.approx(
+        (3 / 7, 0.5, 0.75)
+    )
 
 
 def test_multi_node_list_is_expanded_and_steps_are_not_allocations() -> None:
@@ -80,7 +87,9 @@ def test_month_crossing_run_is_in_both_months_and_prorated_to_the_second() -> No
     for name, window in (("october", OCTOBER), ("november", NOVEMBER)):
         run = staged(window).filter(pl.col("job_id") == "230")
         assert run.height == 1
-        assert run["start_time"].item() == datetime(2026, 10, 31, 20) and run["end_time"].item() == datetime(2026, 11, 1, 4)
+        assert run["start_time"].item() == datetime(2026, 10, 31, 20) and run["end_time"].item() == datetime(
+            2026, 11, 1, 4
+        )
         clipped = _with_clipped_run(run, *window)
         hours[name] = (clipped["elapsed_seconds"] * clipped["gpus"]).item() / 3600
     assert hours == {"october": 4 * 4.0, "november": 4 * 4.0}
@@ -88,13 +97,22 @@ def test_month_crossing_run_is_in_both_months_and_prorated_to_the_second() -> No
 
 def test_states_cancelled_by_uid_running_open_and_pending_array_range() -> None:
     jobs = by_id(staged(NOVEMBER))
-    assert (jobs["240"]["state"], jobs["240"]["state_detail"], jobs["240"]["exit_code"]) == ("CANCELLED", "by 1234", "0:15")
+    assert (jobs["240"]["state"], jobs["240"]["state_detail"], jobs["240"]["exit_code"]) == (
+        "CANCELLED",
+        "by 1234",
+        "0:15",
+    )
     assert jobs["240"]["gpus"] == 2.0  # ReqTRES has only gres/gpu=2; AllocTRES both: counted once
     running = jobs["250"]
     assert (running["state"], running["is_open"], running["end_time"], running["gpus"]) == ("RUNNING", True, None, 8.0)
     pending = jobs["260_[5-1024]"]
     assert (pending["job_id_raw"], pending["array_job_id"], pending["array_task_id"]) == ("260", "260", "[5-1024]")
-    assert (pending["state"], pending["start_time"], pending["hosts"], pending["is_open"]) == ("PENDING", None, [], False)
+    assert (pending["state"], pending["start_time"], pending["hosts"], pending["is_open"]) == (
+        "PENDING",
+        None,
+        [],
+        False,
+    )
     assert pending["gpus"] == 1.0  # from ReqTRES: nothing allocated yet
     task = jobs["260_4"]
     assert (task["job_id_raw"], task["array_task_id"], task["is_open"]) == ("264", "4", True)

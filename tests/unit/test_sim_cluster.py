@@ -94,7 +94,10 @@ def test_node_groups_cover_every_host_once() -> None:
         for host in hostlist.expand(group.hosts):
             node = by_host[host]
             assert (node.model.gpu_model, node.mig_layout, node.switch_group) == (
-                group.gpu_model, group.mig_layout, group.switch_group)
+                group.gpu_model,
+                group.mig_layout,
+                group.switch_group,
+            )
 
 
 def test_mig_fraction() -> None:

@@ -43,8 +43,13 @@ def test_training_queue_is_fifo_within_the_quota() -> None:
     admitted = [j.admitted for j in jobs if j.admitted is not None]
     assert admitted == sorted(admitted) and all(j.admitted >= j.submit for j in jobs if j.admitted is not None)
     assert any(j.admitted - j.submit > 600 for j in jobs if j.admitted is not None)  # over quota: queued
-    events = sorted((t, g) for j in jobs for p in j.pods if p.started is not None
-                    for t, g in ((p.started, p.count), (p.end if p.end is not None else 3 * DAY, -p.count)))
+    events = sorted(
+        (t, g)
+        for j in jobs
+        for p in j.pods
+        if p.started is not None
+        for t, g in ((p.started, p.count), (p.end if p.end is not None else 3 * DAY, -p.count))
+    )
     in_use = np.cumsum([g for _, g in events])
     assert in_use.max() <= QUOTA_GPUS
     kueue_unadmitted = [j for j in jobs if j.scheduler == "kueue" and j.admitted is None]
@@ -57,10 +62,15 @@ def test_day_night_curve() -> None:
 
 
 def test_segments_are_sampled_on_the_grid_and_read_back(tmp_path) -> None:
-    series = [Series("m", {"a": "1"}, [(0, 90, 1.0), (90, 150, 0.0)]), Series("m", {"a": "2"}, [(31, 60, 5.0)]),
-              Series("n", {"b": 'x"y'}, [(0, 1, 2.5)])]
+    series = [
+        Series("m", {"a": "1"}, [(0, 90, 1.0), (90, 150, 0.0)]),
+        Series("m", {"a": "2"}, [(31, 60, 5.0)]),
+        Series("n", {"b": 'x"y'}, [(0, 1, 2.5)]),
+    ]
     path = tmp_path / "x.om"
-    written = write_openmetrics(path, {"m": ("gauge", "M."), "n": ("gauge", "N.")}, series, origin=1_700_000_000, step=30)
+    written = write_openmetrics(
+        path, {"m": ("gauge", "M."), "n": ("gauge", "N.")}, series, origin=1_700_000_000, step=30
+    )
     text = path.read_text()
     assert written == 6 and text.endswith("# EOF\n") and text.index("# TYPE n") > text.rindex("m{")
     long = read_openmetrics(path, datetime(2023, 1, 1), datetime(2024, 1, 1))
@@ -89,7 +99,7 @@ def test_truth_covers_every_scenario(kube: KubeSimulation, tmp_path) -> None:
     assert set(truth["scenario"]) == {"inference", "training", "notebook", "sandbox"}
     assert set(truth["department_source"]) == {"pod_label", "namespace_label", "namespace_mapping", "unmapped"}
     mig = truth.filter(pl.col("mig_profile").is_not_null())
-    assert set(zip(mig["mig_profile"], mig["gpus"])) == {("1g.10gb", 1 / 7), ("3g.40gb", 3 / 7)}
+    assert set(zip(mig["mig_profile"], mig["gpus"], strict=True)) == {("1g.10gb", 1 / 7), ("3g.40gb", 3 / 7)}
     started = truth.filter(pl.col("start_time").is_not_null())
     held = (started["end_time"].fill_null(datetime(2026, 3, 5)) - started["start_time"]).dt.total_seconds()
     assert ((held * started["gpus"] - started["gpu_seconds"]).abs() < 1e-6).all()
@@ -105,8 +115,23 @@ def test_cli_flag_writes_the_pool_files_and_a_valid_config(tmp_path) -> None:
     from cardhours.cli import app
     from cardhours.config import load_config
 
-    result = CliRunner().invoke(app, ["simulate", "--out", str(tmp_path), "--gpus", "8", "--days", "1",
-                                      "--step", "600", "--metrics-format", "parquet", "--kube"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "--out",
+            str(tmp_path),
+            "--gpus",
+            "8",
+            "--days",
+            "1",
+            "--step",
+            "600",
+            "--metrics-format",
+            "parquet",
+            "--kube",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "kube_state:" in result.output and (tmp_path / "truth_pods.parquet").exists()
     config = load_config(tmp_path / "cardhours.toml")

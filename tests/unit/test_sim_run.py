@@ -18,8 +18,17 @@ STEP = 60
 
 def _simulate(out: Path, seed: int, metrics_format: str, calls: list | None = None) -> SimulationResult:
     progress = (lambda stage, done, total: calls.append((stage, done, total))) if calls is not None else None
-    return simulate(out, gpus=16, days=2, start=START, seed=seed, step_seconds=STEP,
-                    metrics_format=metrics_format, cluster="sim", progress=progress)
+    return simulate(
+        out,
+        gpus=16,
+        days=2,
+        start=START,
+        seed=seed,
+        step_seconds=STEP,
+        metrics_format=metrics_format,
+        cluster="sim",
+        progress=progress,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +43,9 @@ def test_files_written(both: tuple[SimulationResult, list]) -> None:
         assert path is not None and path.is_file() and path.stat().st_size > 0
     assert result.metrics_dir is not None
     assert sorted(p.parent.name for p in result.metrics_dir.glob("day=*/part-0.parquet")) == [
-        "day=2026-10-01", "day=2026-10-02"]
+        "day=2026-10-01",
+        "day=2026-10-02",
+    ]
     assert result.om_path.read_text(encoding="utf-8").rstrip().endswith("# EOF")
     lines = result.sacct_path.read_text(encoding="utf-8").splitlines()
     assert result.n_sacct_rows == len(lines) - 1

@@ -122,8 +122,10 @@ def test_states_and_special_rows_present(sim: tuple) -> None:
     assert any(re.match(r"^CANCELLED by \d+$", r["State"]) for r in allocs)
     assert all(r["ExitCode"] != "0:0" for r in allocs if r["State"] == "FAILED")
     pending = [r for r in allocs if r["State"] == "PENDING"]
-    assert all((r["Start"], r["End"], r["ElapsedRaw"], r["NodeList"]) == ("Unknown", "Unknown", "0", "None assigned")
-               for r in pending)
+    assert all(
+        (r["Start"], r["End"], r["ElapsedRaw"], r["NodeList"]) == ("Unknown", "Unknown", "0", "None assigned")
+        for r in pending
+    )
     never_ran = [r for r in allocs if r["State"].startswith("CANCELLED") and r["Start"] == "Unknown"]
     assert never_ran and all(TIME.match(r["End"]) and r["NodeList"] == "None assigned" for r in never_ran)
     assert all(r["End"] == "Unknown" for r in allocs if r["State"] == "RUNNING")
@@ -152,8 +154,10 @@ def test_tres_and_steps(sim: tuple) -> None:
     whole = [r for r in started if re.search(r"gres/gpu:h[12]00=|gres/gpu:a100=", r["AllocTRES"])]
     mig = [r for r in started if re.search(r"gres/gpu:\dg\.\d+gb=1", r["AllocTRES"])]
     assert whole and mig and len(whole) + len(mig) == len(started)
-    assert all(re.match(r"^billing=\d+,cpu=\d+,gres/gpu:[\w.]+=\d+,gres/gpu=\d+,mem=\d+[GT],node=\d+$", r["AllocTRES"])
-               for r in started)
+    assert all(
+        re.match(r"^billing=\d+,cpu=\d+,gres/gpu:[\w.]+=\d+,gres/gpu=\d+,mem=\d+[GT],node=\d+$", r["AllocTRES"])
+        for r in started
+    )
     steps = Counter(r["JobID"].rsplit(".", 1)[1] for r in rows if "." in r["JobID"])
     assert steps["batch"] == steps["extern"] == len(started) and steps["0"] > 0
     for row in rows:

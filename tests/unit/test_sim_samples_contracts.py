@@ -18,15 +18,17 @@ from tests.unit.sim_samples_cases import DAY, MIDNIGHT, MODELS, allocations, at,
 @pytest.fixture(scope="module")
 def mixed_day() -> tuple[pl.DataFrame, pl.DataFrame]:
     """H100 + A100 nodes and two MIG'd A100s; jobs of every kind incl. one on a MIG slice."""
-    alloc = allocations([
-        ("10", "n00", 0, None, at(0, 15), at(3), "dense", 1),  # start on the grid
-        ("11", "n00", 0, None, at(3), at(5, 10), "bursty", 2),  # starts where 10 ends
-        ("12", "n00", 1, None, at(-5), at(30), "idle_tail", 3),  # spans the whole day
-        ("13", "n01", 2, None, at(2), at(12), "idle_tail", 4),
-        ("14", "n01", 3, None, at(6), at(7), "idle", 5),
-        ("15", "mig00", 1, 2, at(1), at(9), "dense", 6),
-        ("16", "n00", 2, None, at(4), at(4, 20), "tiny", 7),  # one sample: no init phase
-    ])
+    alloc = allocations(
+        [
+            ("10", "n00", 0, None, at(0, 15), at(3), "dense", 1),  # start on the grid
+            ("11", "n00", 0, None, at(3), at(5, 10), "bursty", 2),  # starts where 10 ends
+            ("12", "n00", 1, None, at(-5), at(30), "idle_tail", 3),  # spans the whole day
+            ("13", "n01", 2, None, at(2), at(12), "idle_tail", 4),
+            ("14", "n01", 3, None, at(6), at(7), "idle", 5),
+            ("15", "mig00", 1, 2, at(1), at(9), "dense", 6),
+            ("16", "n00", 2, None, at(4), at(4, 20), "tiny", 7),  # one sample: no init phase
+        ]
+    )
     return generate_day(inventory(["H100", "A100"], mig_gpus=2), alloc, DAY, 30, 11, "t"), alloc
 
 
@@ -94,8 +96,11 @@ def test_value_ranges_and_memory_accounting(mixed_day: tuple[pl.DataFrame, pl.Da
     assert util.is_between(0, 100).all() and (util == util.round()).all()
     limits = pl.col("model_name").replace_strict({m: 700.0 if k != "A100" else 400.0 for k, (m, _) in MODELS.items()})
     assert frame.filter(pl.col("power_w") > limits).height == 0 and frame["power_w"].drop_nulls().min() > 0
-    memory = pl.when(pl.col("gpu_i_id").is_null()).then(
-        pl.col("model_name").replace_strict({m: float(mem) for m, mem in MODELS.values()})).otherwise(40192.0)
+    memory = (
+        pl.when(pl.col("gpu_i_id").is_null())
+        .then(pl.col("model_name").replace_strict({m: float(mem) for m, mem in MODELS.values()}))
+        .otherwise(40192.0)
+    )
     assert frame.select((pl.col("fb_used_mib") + pl.col("fb_free_mib") == memory).all()).item()
     assert frame.select((pl.col("fb_used_mib") > 0).all()).item()
 
@@ -122,8 +127,18 @@ def test_whole_gpus_bit_identical_to_before_mig_power(mixed_day: tuple[pl.DataFr
     """Digest of the whole-GPU values of the mixed day, taken before MIG GPUs had power: the MIG
     instances sort first in the same chunk, so this fails if they change the random draws."""
     frame, _ = mixed_day
-    columns = ["gpu_util", "gr_engine_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active",
-               "fb_used_mib", "fb_free_mib", "power_w", "energy_mj"]
+    columns = [
+        "gpu_util",
+        "gr_engine_active",
+        "sm_active",
+        "sm_occupancy",
+        "tensor_active",
+        "dram_active",
+        "fb_used_mib",
+        "fb_free_mib",
+        "power_w",
+        "energy_mj",
+    ]
     values = frame.filter(pl.col("gpu_i_id").is_null()).select(columns).to_numpy()
     digest = hashlib.sha256(np.ascontiguousarray(values, dtype=np.float64).tobytes()).hexdigest()
     assert digest == "a4cd677a3efe6b067fb5c298fef3589b326506da2dd338425709e78c37259575"

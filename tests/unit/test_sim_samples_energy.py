@@ -15,8 +15,13 @@ from tests.unit.sim_samples_cases import DAY, allocations, at, inventory
 def month_allocations() -> pl.DataFrame:
     """Every other day, a job per GPU from 03:00+ to 05:00 the next day (crossing midnight)."""
     kinds = ["dense", "bursty", "hog", "starved"]
-    return allocations([(f"{d}-{g}", f"n{g // 4:02d}", g % 4, None, at(24 * d + 3 + g), at(24 * d + 29),
-                         kinds[g % 4], 100 * d + g) for d in range(0, 30, 2) for g in range(8)])
+    return allocations(
+        [
+            (f"{d}-{g}", f"n{g // 4:02d}", g % 4, None, at(24 * d + 3 + g), at(24 * d + 29), kinds[g % 4], 100 * d + g)
+            for d in range(0, 30, 2)
+            for g in range(8)
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +35,8 @@ def test_energy_counter_follows_power_with_one_reset_a_month(month: list[pl.Data
     frame = pl.concat(month).sort("hostname", "gpu", "ts")
     steps = frame.with_columns(
         diff=pl.col("energy_mj").diff().over("hostname", "gpu"),
-        expected=(pl.col("power_w").shift() * 600 * 1000).over("hostname", "gpu")).drop_nulls("diff")
+        expected=(pl.col("power_w").shift() * 600 * 1000).over("hostname", "gpu"),
+    ).drop_nulls("diff")
     resets = steps.filter(pl.col("diff") < 0)
     assert resets.height == 1
     assert resets["energy_mj"].item() < 700 * 600 * 1000  # back to about zero

@@ -14,8 +14,11 @@ from tests.unit.sim_samples_cases import DAY, allocations, at, inventory
 
 
 def test_jobs_differ_but_gpus_of_one_job_agree() -> None:
-    rows = [(f"j{node}", f"n{node:02d}", gpu, None, at(0), at(24), "bursty", 50 + node)
-            for node in range(6) for gpu in range(4)]
+    rows = [
+        (f"j{node}", f"n{node:02d}", gpu, None, at(0), at(24), "bursty", 50 + node)
+        for node in range(6)
+        for gpu in range(4)
+    ]
     frame = generate_day(inventory(["H100"] * 6), allocations(rows), DAY, 60, 2, "t")
     per_gpu = frame.group_by("hpc_job", "gpu").agg(pl.col("sm_active").mean())
     per_job = per_gpu.group_by("hpc_job").agg(mean=pl.col("sm_active").mean(), spread=pl.col("sm_active").std())
@@ -33,8 +36,9 @@ def test_a_run_keeps_its_level_across_midnight() -> None:
 
 def test_invalid_inputs_are_rejected() -> None:
     inv = inventory(["H100"])
-    overlapping = allocations([("1", "n00", 0, None, at(1), at(3), "dense", 1),
-                               ("2", "n00", 0, None, at(2), at(4), "dense", 2)])
+    overlapping = allocations(
+        [("1", "n00", 0, None, at(1), at(3), "dense", 1), ("2", "n00", 0, None, at(2), at(4), "dense", 2)]
+    )
     with pytest.raises(ValueError, match="overlapping"):
         generate_day(inv, overlapping, DAY, 30, 1, "t")
     with pytest.raises(ValueError, match="unknown allocation kinds"):

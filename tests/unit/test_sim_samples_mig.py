@@ -38,22 +38,37 @@ def mig_inventory() -> pl.DataFrame:
     """Two H100s, then two A100s split 3g + 2g + 1g + 1g (all 7 slices) on host m00."""
     whole = inventory(["H100"]).filter(pl.col("gpu") < 2).cast({"gpu_i_profile": pl.String})
     first = whole.row(0, named=True)
-    rows = [first | {"hostname": "m00", "gpu": gpu, "uuid": f"GPU-m00-{gpu}", "model_name": "NVIDIA A100-SXM4-80GB",
-                     "gpu_model": "A100", "memory_mib": MIG_MEMORY_MIB[profile], "gpu_i_id": gi,
-                     "gpu_i_profile": profile}
-            for gpu in range(2) for gi, profile in zip(MIG_GI_IDS, MIG_LAYOUT, strict=True)]
+    rows = [
+        first
+        | {
+            "hostname": "m00",
+            "gpu": gpu,
+            "uuid": f"GPU-m00-{gpu}",
+            "model_name": "NVIDIA A100-SXM4-80GB",
+            "gpu_model": "A100",
+            "memory_mib": MIG_MEMORY_MIB[profile],
+            "gpu_i_id": gi,
+            "gpu_i_profile": profile,
+        }
+        for gpu in range(2)
+        for gi, profile in zip(MIG_GI_IDS, MIG_LAYOUT, strict=True)
+    ]
     return pl.concat([whole, pl.DataFrame(rows, schema=whole.schema)])
 
 
 def mig_allocations() -> pl.DataFrame:
     """GPU 0: a dense 3g job, a hog on 2g, a bursty 1g, one 1g idle; GPU 1: every slice dense
     across midnight into day 2; the H100s run jobs too."""
-    return allocations([
-        ("1", "m00", 0, 1, at(1), at(9), "dense", 11), ("2", "m00", 0, 5, at(2), at(5), "hog", 12),
-        ("3", "m00", 0, 13, at(3), at(4), "bursty", 13),
-        *[(f"4{gi}", "m00", 1, gi, at(6), at(30), "dense", 20 + gi) for gi in MIG_GI_IDS],
-        ("5", "n00", 0, None, at(2), at(26), "dense", 31), ("6", "n00", 1, None, at(7), at(8), "starved", 32),
-    ])
+    return allocations(
+        [
+            ("1", "m00", 0, 1, at(1), at(9), "dense", 11),
+            ("2", "m00", 0, 5, at(2), at(5), "hog", 12),
+            ("3", "m00", 0, 13, at(3), at(4), "bursty", 13),
+            *[(f"4{gi}", "m00", 1, gi, at(6), at(30), "dense", 20 + gi) for gi in MIG_GI_IDS],
+            ("5", "n00", 0, None, at(2), at(26), "dense", 31),
+            ("6", "n00", 1, None, at(7), at(8), "starved", 32),
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +102,7 @@ def test_gpu_power_is_idle_plus_each_instances_share_above_idle(monkeypatch: pyt
 
     monkeypatch.setattr(gauges, "mig_gpu_power", spy)
     frame = generate_day(mig_inventory(), mig_allocations(), DAY, STEP, 5, "t")
-    (profiles, idle_w, power), = seen
+    ((profiles, idle_w, power),) = seen
     mig = np.flatnonzero([p is not None for p in profiles])
     share = np.array([parse_mig_profile(p).slices / MIG_SLICES_PER_GPU for p in profiles[mig]])
     idle = idle_w[mig].reshape(2, 4)
@@ -96,15 +111,21 @@ def test_gpu_power_is_idle_plus_each_instances_share_above_idle(monkeypatch: pyt
     expected = np.minimum(idle[:, 0, None] + above.sum(axis=1), A100_LIMIT_W)
     written = mig_rows(frame).sort([*INSTANCE, "ts"])["power_w"].to_numpy().reshape(2, 4, -1)
     assert np.abs(written - expected[:, None, :]).max() <= 0.0005 + 1e-9  # quantized to mW
-    assert written.max() <= A100_LIMIT_W and written[1, :, 7 * 12:].mean() > 0.85 * A100_LIMIT_W  # all dense
+    assert written.max() <= A100_LIMIT_W and written[1, :, 7 * 12 :].mean() > 0.85 * A100_LIMIT_W  # all dense
     busy_3g = frame.filter(pl.col("hpc_job") == "1")["power_w"].mean()
     assert idle[0, 0] + 0.3 * (A100_LIMIT_W - idle[0, 0]) < busy_3g < idle[0, 0] + 0.6 * (A100_LIMIT_W - idle[0, 0])
 
 
 def test_mig_energy_counter_follows_gpu_power(two_days: list[pl.DataFrame]) -> None:
-    steps = mig_rows(pl.concat(two_days)).sort(*INSTANCE, "ts").with_columns(
-        diff=pl.col("energy_mj").diff().over(INSTANCE),
-        expected=(pl.col("power_w").shift() * STEP * 1000).over(INSTANCE)).drop_nulls("diff")
+    steps = (
+        mig_rows(pl.concat(two_days))
+        .sort(*INSTANCE, "ts")
+        .with_columns(
+            diff=pl.col("energy_mj").diff().over(INSTANCE),
+            expected=(pl.col("power_w").shift() * STEP * 1000).over(INSTANCE),
+        )
+        .drop_nulls("diff")
+    )
     ratio = steps.select(pl.col("diff") / pl.col("expected"))
     assert ratio.min().item() > 0.9 and ratio.max().item() < 1.1  # positive: no reset on these days
     midnight = steps.filter(pl.col("ts") == at(24))
@@ -127,7 +148,7 @@ def test_a_reboot_resets_the_whole_mig_gpu_only() -> None:
     inst = fleet.frame.with_row_index().filter((pl.col("gpu") == 1) & (pl.col("gpu_i_id") == 5))["index"].item()
     when = ds + 12 * 3600 * US + 100 * US
     booted = energy_counter_mj(fleet, runs, power, ds, STEP * US, (np.array([when]), np.array([inst])), 5)
-    gpu1 = (fleet.gpu == fleet.gpu[inst])
+    gpu1 = fleet.gpu == fleet.gpu[inst]
     assert gpu1.sum() == 4 and (booted[gpu1] == booted[gpu1][:1]).all()
     assert np.array_equal(booted[~gpu1], no_boot[~gpu1])
     k = 12 * 3600 // STEP + 1  # first sample after the reboot
@@ -158,7 +179,6 @@ def test_small_chunks_keep_the_gpu_values_together(monkeypatch: pytest.MonkeyPat
     assert (per_gpu["power_w"] == 1).all() and (per_gpu["energy_mj"] == 1).all()
 
 
-
 def test_screening_moves_the_repeated_values_to_one_device_row_per_gpu(two_days: list[pl.DataFrame]) -> None:
     """The pipeline's MIG device-field path on simulated output: nothing disagrees, nothing quarantined."""
     from transforms.dcgm_quality import screen_samples
@@ -166,7 +186,10 @@ def test_screening_moves_the_repeated_values_to_one_device_row_per_gpu(two_days:
     result = screen_samples(two_days[0], DAY.isoformat())
     c = result.counts
     assert (c["mig_device_rows"], c["mig_device_values_moved"], c["mig_device_field_disagreement"]) == (
-        2 * 288, 8 * 288 * 2, 0)
+        2 * 288,
+        8 * 288 * 2,
+        0,
+    )
     assert c["quarantined_values"] == 0 and c["mig_parent_rows_filled"] == 0
     device = result.clean.filter((pl.col("hostname") == "m00") & pl.col("gpu_i_id").is_null()).sort("gpu", "ts")
     expected = mig_rows(two_days[0]).filter(pl.col("gpu_i_id") == 1).sort("gpu", "ts")

@@ -37,13 +37,19 @@ def trace_steady(trace_dir: Path) -> pl.DataFrame:
             window = window.filter(pl.col("ts") >= job["start"] + 3)
         else:
             held = np.flatnonzero(window["fb_used_bytes"].to_numpy() > baseline + 2**24)
-            window = window[int(held[0]) + 1: int(held[-1])]
+            window = window[int(held[0]) + 1 : int(held[-1])]
         parts.append(window.with_columns(kind=pl.lit(job["kind"])))
     return pl.concat(parts).select(
-        "kind", "gpu_util", gr_engine_active=pl.col("gpm_graphics_util") / 100, sm_active=pl.col("gpm_sm_util") / 100,
-        sm_occupancy=pl.col("gpm_sm_occupancy") / 100, tensor_active=pl.col("gpm_any_tensor_util") / 100,
-        dram_active=pl.col("gpm_dram_bw_util") / 100, power_w=pl.col("power_mw") / 1000,
-        held_mib=(pl.col("fb_used_bytes") - baseline) / 2**20)
+        "kind",
+        "gpu_util",
+        gr_engine_active=pl.col("gpm_graphics_util") / 100,
+        sm_active=pl.col("gpm_sm_util") / 100,
+        sm_occupancy=pl.col("gpm_sm_occupancy") / 100,
+        tensor_active=pl.col("gpm_any_tensor_util") / 100,
+        dram_active=pl.col("gpm_dram_bw_util") / 100,
+        power_w=pl.col("power_mw") / 1000,
+        held_mib=(pl.col("fb_used_bytes") - baseline) / 2**20,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +57,11 @@ def simulated_h200() -> tuple[pl.DataFrame, pl.DataFrame]:
     """Six H200 nodes; each runs four 21-hour jobs (own seeds) of one kind; one node idles."""
     kinds = ["dense", "hog", "bursty", "starved", "tiny", "idle"]
     inv = inventory(["H200"] * len(kinds))
-    rows = [(f"{node}{gpu}", f"n{node:02d}", gpu, None, at(1, 7), at(22), kind, 1000 * node + gpu)
-            for node, kind in enumerate(kinds) for gpu in range(4)]
+    rows = [
+        (f"{node}{gpu}", f"n{node:02d}", gpu, None, at(1, 7), at(22), kind, 1000 * node + gpu)
+        for node, kind in enumerate(kinds)
+        for gpu in range(4)
+    ]
     alloc = allocations(rows)
     return generate_day(inv, alloc, DAY, 30, 5, "t"), alloc
 
@@ -78,7 +87,8 @@ def test_per_kind_means_match_the_trace(trace_dir: Path, simulated_h200: tuple[p
 
 
 def test_gpu_util_disagrees_with_sm_active_for_tiny_and_bursty(
-        simulated_h200: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    simulated_h200: tuple[pl.DataFrame, pl.DataFrame],
+) -> None:
     frame, alloc = simulated_h200
     means = steady(frame, alloc, 30).group_by("kind").agg(pl.col("gpu_util", "sm_active", "gr_engine_active").mean())
     by_kind = {row["kind"]: row for row in means.iter_rows(named=True)}

@@ -20,9 +20,20 @@ TWO_NODES = build_cluster("t", 16, seed=1)  # gpu-001, gpu-002: 8 x H100 each
 
 def job(raw: int, submit: int, gpus: int = 1, duration: int = H, limit: int = 2 * H, **changes: object) -> JobSpec:
     spec = JobSpec(
-        job_id_raw=raw, name="j", user=USER, account="vision-train", partition="train", qos="normal",
-        submit=submit, eligible=submit, request=Request(gpus, max(1, gpus // 8), ("H100",)), typed=True,
-        cpus_per_slot=8, timelimit=limit, duration=duration, kind="dense",
+        job_id_raw=raw,
+        name="j",
+        user=USER,
+        account="vision-train",
+        partition="train",
+        qos="normal",
+        submit=submit,
+        eligible=submit,
+        request=Request(gpus, max(1, gpus // 8), ("H100",)),
+        typed=True,
+        cpus_per_slot=8,
+        timelimit=limit,
+        duration=duration,
+        kind="dense",
     )
     return replace(spec, **changes)
 
@@ -150,8 +161,10 @@ def test_no_device_is_double_booked(workload: tuple[list[Run], object]) -> None:
 
 def test_placements_match_requests(workload: tuple[list[Run], object]) -> None:
     runs, inventory = workload
-    rows = {(h, g, i): (m, p) for h, g, i, m, p in inventory.select(
-        "hostname", "gpu", "gpu_i_id", "gpu_model", "gpu_i_profile").iter_rows()}
+    rows = {
+        (h, g, i): (m, p)
+        for h, g, i, m, p in inventory.select("hostname", "gpu", "gpu_i_id", "gpu_model", "gpu_i_profile").iter_rows()
+    }
     multi = 0
     for run in (r for r in runs if r.start is not None):
         request = run.job.request

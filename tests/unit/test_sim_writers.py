@@ -19,10 +19,26 @@ from cardhours.simulate.samples import generate_day
 DAY = date(2026, 3, 2)
 T0 = datetime(2026, 3, 2)
 EPOCH = datetime(1970, 1, 1)  # timestamps are naive UTC
-WHOLE = {"hostname": 'no"de\\1', "gpu": 0, "uuid": "GPU-a", "model_name": "NVIDIA H100 80GB HBM3",
-         "pci_bus_id": "00000000:18:00.0", "device": "nvidia0", "gpu_i_id": None, "gpu_i_profile": None}
-MIG = {"hostname": "mig01", "gpu": 1, "uuid": "GPU-b", "model_name": "NVIDIA A100-SXM4-80GB",
-       "pci_bus_id": "00000000:19:00.0", "device": "nvidia1", "gpu_i_id": 2, "gpu_i_profile": "3g.40gb"}
+WHOLE = {
+    "hostname": 'no"de\\1',
+    "gpu": 0,
+    "uuid": "GPU-a",
+    "model_name": "NVIDIA H100 80GB HBM3",
+    "pci_bus_id": "00000000:18:00.0",
+    "device": "nvidia0",
+    "gpu_i_id": None,
+    "gpu_i_profile": None,
+}
+MIG = {
+    "hostname": "mig01",
+    "gpu": 1,
+    "uuid": "GPU-b",
+    "model_name": "NVIDIA A100-SXM4-80GB",
+    "pci_bus_id": "00000000:19:00.0",
+    "device": "nvidia1",
+    "gpu_i_id": 2,
+    "gpu_i_profile": "3g.40gb",
+}
 
 
 def sample(instance: dict, ts: datetime, job: str | None, value: float) -> dict[str, object]:
@@ -41,14 +57,42 @@ def frame(rows: list[dict[str, object]]) -> pl.DataFrame:
 
 
 def small_day() -> pl.DataFrame:
-    inv = pl.DataFrame([{"cluster": "t", "hostname": "h1", "gpu": g, "uuid": f"GPU-{g}", "pci_bus_id": f"0:{g}",
-                         "device": f"nvidia{g}", "model_name": "NVIDIA H200", "gpu_model": "H200", "memory_mib": 143771,
-                         "gpu_i_id": None, "gpu_i_profile": None, "nvlink_domain": "d", "switch_group": "s"}
-                        for g in range(3)], schema_overrides={"gpu": pl.Int16, "gpu_i_id": pl.Int16})
-    alloc = pl.DataFrame([("9", 0, "h1", 1, None, T0 + timedelta(hours=2), T0 + timedelta(hours=9), "dense", 4)],
-                         schema={"job_id_raw": pl.String, "run_index": pl.Int64, "hostname": pl.String, "gpu": pl.Int16,
-                                 "gpu_i_id": pl.Int16, "start_time": pl.Datetime("us"), "end_time": pl.Datetime("us"),
-                                 "kind": pl.String, "seed": pl.Int64}, orient="row")
+    inv = pl.DataFrame(
+        [
+            {
+                "cluster": "t",
+                "hostname": "h1",
+                "gpu": g,
+                "uuid": f"GPU-{g}",
+                "pci_bus_id": f"0:{g}",
+                "device": f"nvidia{g}",
+                "model_name": "NVIDIA H200",
+                "gpu_model": "H200",
+                "memory_mib": 143771,
+                "gpu_i_id": None,
+                "gpu_i_profile": None,
+                "nvlink_domain": "d",
+                "switch_group": "s",
+            }
+            for g in range(3)
+        ],
+        schema_overrides={"gpu": pl.Int16, "gpu_i_id": pl.Int16},
+    )
+    alloc = pl.DataFrame(
+        [("9", 0, "h1", 1, None, T0 + timedelta(hours=2), T0 + timedelta(hours=9), "dense", 4)],
+        schema={
+            "job_id_raw": pl.String,
+            "run_index": pl.Int64,
+            "hostname": pl.String,
+            "gpu": pl.Int16,
+            "gpu_i_id": pl.Int16,
+            "start_time": pl.Datetime("us"),
+            "end_time": pl.Datetime("us"),
+            "kind": pl.String,
+            "seed": pl.Int64,
+        },
+        orient="row",
+    )
     return generate_day(inv, alloc, DAY, 60, 1, "t")
 
 
@@ -77,7 +121,7 @@ def test_parquet_rejects_other_schemas(tmp_path: Path) -> None:
 
 # ---- OpenMetrics ------------------------------------------------------------------------------
 
-LINE = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)\{(?P<labels>.*)\} (?P<value>\S+) (?P<ts>\S+)$')
+LINE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)\{(?P<labels>.*)\} (?P<value>\S+) (?P<ts>\S+)$")
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"(?:,|$)')
 
 
@@ -98,8 +142,17 @@ def parse(text: str) -> list[tuple[str, tuple[tuple[str, str], ...], float, floa
 
 
 def expected(rows: list[dict[str, object]]) -> set[tuple[str, tuple[tuple[str, str], ...], float, float]]:
-    names = {"gpu": "gpu", "UUID": "uuid", "pci_bus_id": "pci_bus_id", "device": "device", "modelName": "model_name",
-             "Hostname": "hostname", "GPU_I_ID": "gpu_i_id", "GPU_I_PROFILE": "gpu_i_profile", "hpc_job": "hpc_job"}
+    names = {
+        "gpu": "gpu",
+        "UUID": "uuid",
+        "pci_bus_id": "pci_bus_id",
+        "device": "device",
+        "modelName": "model_name",
+        "Hostname": "hostname",
+        "GPU_I_ID": "gpu_i_id",
+        "GPU_I_PROFILE": "gpu_i_profile",
+        "hpc_job": "hpc_job",
+    }
     out = set()
     for row in rows:
         labels = tuple((n, str(row[c])) for n, c in names.items() if row[c] is not None)
@@ -111,12 +164,19 @@ def expected(rows: list[dict[str, object]]) -> set[tuple[str, tuple[tuple[str, s
 
 def two_days() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
     """The whole GPU goes idle -> job 'a\\nb' -> idle; the MIG slice runs job j2 across the days."""
-    day1 = [sample(WHOLE, T0, None, 0.5), sample(WHOLE, T0 + timedelta(seconds=30), "a\nb", 1.0),
-            sample(WHOLE, T0 + timedelta(seconds=60), None, 0.25), sample(MIG, T0, "j2", 2e-7),
-            sample(MIG, T0 + timedelta(seconds=30), "j2", 0.75)]
+    day1 = [
+        sample(WHOLE, T0, None, 0.5),
+        sample(WHOLE, T0 + timedelta(seconds=30), "a\nb", 1.0),
+        sample(WHOLE, T0 + timedelta(seconds=60), None, 0.25),
+        sample(MIG, T0, "j2", 2e-7),
+        sample(MIG, T0 + timedelta(seconds=30), "j2", 0.75),
+    ]
     later = T0 + timedelta(days=1)
-    day2 = [sample(WHOLE, later, None, 0.0), sample(WHOLE, later + timedelta(microseconds=250_000), None, 1e16),
-            sample(MIG, later, "j2", 0.125)]
+    day2 = [
+        sample(WHOLE, later, None, 0.0),
+        sample(WHOLE, later + timedelta(microseconds=250_000), None, 1e16),
+        sample(MIG, later, "j2", 0.125),
+    ]
     return day1, day2
 
 
@@ -131,7 +191,7 @@ def test_om_round_trips_every_non_null_sample(tmp_path: Path) -> None:
     day1, day2 = two_days()
     text = write_om(tmp_path / "metrics.om", day1, day2)
     assert sorted(parse(text)) == sorted(expected(day1 + day2))
-    assert "GPU_UTIL{" in text and not re.search(r'DCGM_FI_DEV_GPU_UTIL\{[^}]*GPU_I_ID', text)  # MIG: no util
+    assert "GPU_UTIL{" in text and not re.search(r"DCGM_FI_DEV_GPU_UTIL\{[^}]*GPU_I_ID", text)  # MIG: no util
     for device_field in ("POWER_USAGE", "TOTAL_ENERGY_CONSUMPTION"):  # MIG: the GPU's power and energy
         assert re.search(rf'DCGM_FI_DEV_{device_field}\{{[^}}]*GPU_I_ID="2"', text)
 

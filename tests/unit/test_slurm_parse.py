@@ -138,8 +138,14 @@ def test_parse_gpu_tres_rejects_bad_counts(tres: str) -> None:
 
 @pytest.mark.parametrize(
     ("gres_type", "profile"),
-    [("3g.40gb", "3g.40gb"), ("a100_3g.20gb", "3g.20gb"), ("nvidia_a100_1g.10gb+me", "1g.10gb+me"),
-     ("h100", None), ("a100_80gb", None), ("13g.40gb", None)],
+    [
+        ("3g.40gb", "3g.40gb"),
+        ("a100_3g.20gb", "3g.20gb"),
+        ("nvidia_a100_1g.10gb+me", "1g.10gb+me"),
+        ("h100", None),
+        ("a100_80gb", None),
+        ("13g.40gb", None),
+    ],
 )
 def test_mig_profile(gres_type: str, profile: str | None) -> None:
     assert mig_profile(gres_type) == profile

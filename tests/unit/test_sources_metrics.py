@@ -8,7 +8,9 @@ from cardhours.sources.metrics import FileMetricsSource, MetricsSourceError, con
 
 
 def _day_frame(day: date, cluster: str = "c1") -> pl.DataFrame:
-    ts = pl.datetime_range(datetime(day.year, day.month, day.day), datetime(day.year, day.month, day.day, 23, 59), "1h", eager=True)
+    ts = pl.datetime_range(
+        datetime(day.year, day.month, day.day), datetime(day.year, day.month, day.day, 23, 59), "1h", eager=True
+    )
     return pl.DataFrame({"cluster": cluster, "ts": ts, "hostname": "n1", "gpu": 0, "uuid": "GPU-1", "sm_active": 0.5})
 
 

@@ -18,13 +18,23 @@ HEADER = "|".join(SACCT_FIELDS)
 
 def _line(job_id: str, start: str, end: str, submit: str = "2026-10-01T00:00:00") -> str:
     values = {name: "" for name in SACCT_FIELDS}
-    values.update(JobID=job_id, JobIDRaw=job_id, State="COMPLETED", Submit=submit, Start=start, End=end,
-                  AllocTRES="cpu=8,gres/gpu=1,node=1", Cluster="c1")
+    values.update(
+        JobID=job_id,
+        JobIDRaw=job_id,
+        State="COMPLETED",
+        Submit=submit,
+        Start=start,
+        End=end,
+        AllocTRES="cpu=8,gres/gpu=1,node=1",
+        Cluster="c1",
+    )
     return "|".join(values[name] for name in SACCT_FIELDS)
 
 
 def test_parse_keeps_every_field_and_line_numbers() -> None:
-    text = "\n".join([HEADER, _line("11", "2026-10-01T01:00:00", "2026-10-01T02:00:00"), _line("12", "Unknown", "Unknown")])
+    text = "\n".join(
+        [HEADER, _line("11", "2026-10-01T01:00:00", "2026-10-01T02:00:00"), _line("12", "Unknown", "Unknown")]
+    )
     raw, rejects = parse_sacct_text(text, source="s.txt", cluster="c1", day=date(2026, 10, 1), has_header=True)
     assert raw.schema == pl.Schema(RAW_SACCT_SCHEMA)
     assert raw["job_id"].to_list() == ["11", "12"]
@@ -51,11 +61,21 @@ def test_header_missing_columns_are_named_with_the_file() -> None:
 def test_header_columns_in_any_order_extra_columns_ignored() -> None:
     names = ["Comment", *reversed(list(SACCT_FIELDS)), "WCKey"]
     values = {name: "" for name in names}
-    values.update(JobID="21", JobIDRaw="21", JobName="x|y", State="COMPLETED", Comment="a|b", WCKey="w",
-                  Start="2026-10-01T01:00:00", End="2026-10-01T02:00:00", Cluster="c1")
+    values.update(
+        JobID="21",
+        JobIDRaw="21",
+        JobName="x|y",
+        State="COMPLETED",
+        Comment="a|b",
+        WCKey="w",
+        Start="2026-10-01T01:00:00",
+        End="2026-10-01T02:00:00",
+        Cluster="c1",
+    )
     line = "|".join(values[name] for name in names)
-    raw, rejects = parse_sacct_text("|".join(names) + "\n" + line, source="s.txt", cluster="c1", day=date(2026, 10, 1),
-                                    has_header=True)
+    raw, rejects = parse_sacct_text(
+        "|".join(names) + "\n" + line, source="s.txt", cluster="c1", day=date(2026, 10, 1), has_header=True
+    )
     # Comment may hold a '|' as well as JobName: surplus fields cannot be placed, so the line is
     # quarantined, naming why (never split into shifted fields).
     assert raw.height == 0
@@ -64,10 +84,16 @@ def test_header_columns_in_any_order_extra_columns_ignored() -> None:
     ]
     values.update(Comment="plain", JobName="xy")
     line = "|".join(values[name] for name in names)
-    raw, rejects = parse_sacct_text("|".join(names) + "\n" + line, source="s.txt", cluster="c1", day=date(2026, 10, 1),
-                                    has_header=True)
+    raw, rejects = parse_sacct_text(
+        "|".join(names) + "\n" + line, source="s.txt", cluster="c1", day=date(2026, 10, 1), has_header=True
+    )
     assert rejects.height == 0
-    assert raw.select("job_id", "job_name", "start_time", "slurm_cluster").row(0) == ("21", "xy", "2026-10-01T01:00:00", "c1")
+    assert raw.select("job_id", "job_name", "start_time", "slurm_cluster").row(0) == (
+        "21",
+        "xy",
+        "2026-10-01T01:00:00",
+        "c1",
+    )
     assert raw["read_note"].to_list() == [None]
 
 
@@ -77,7 +103,12 @@ def test_job_name_with_pipes_is_rebuilt_from_both_ends() -> None:
     line = "|".join(values[name] for name in SACCT_FIELDS)
     raw, rejects = parse_sacct_text(line + "\n", source="sacct", cluster="c1", day=date(2026, 10, 1), has_header=False)
     assert rejects.height == 0
-    assert raw.select("job_id", "job_name", "alloc_tres", "slurm_cluster").row(0) == ("31", "a|b||c", "gres/gpu=2", "c1")
+    assert raw.select("job_id", "job_name", "alloc_tres", "slurm_cluster").row(0) == (
+        "31",
+        "a|b||c",
+        "gres/gpu=2",
+        "c1",
+    )
     assert raw["read_note"][0] == "JobName holds 3 '|'; fields counted from both ends"
 
 
@@ -91,7 +122,9 @@ def test_bytes_that_are_not_utf8_are_replaced_and_kept_as_evidence() -> None:
 
 
 def test_short_line_that_is_not_utf8_keeps_its_bytes_in_quarantine() -> None:
-    raw, rejects = parse_sacct_text(b"13|13|\xff\n", source="f.txt", cluster="c1", day=date(2026, 10, 1), has_header=False)
+    raw, rejects = parse_sacct_text(
+        b"13|13|\xff\n", source="f.txt", cluster="c1", day=date(2026, 10, 1), has_header=False
+    )
     assert raw.height == 0
     assert rejects.row(0, named=True)["location"] == "f.txt:1"
     assert '"raw_base64": "MTN8MTN8/w=="' in rejects["payload"][0]
@@ -114,8 +147,13 @@ def test_overlap_selects_what_sacct_would_report() -> None:
 
 def test_read_sacct_file_missing(tmp_path) -> None:
     with pytest.raises(SacctError, match="not found"):
-        read_sacct_file(tmp_path / "nope.txt", cluster="c", day=date(2026, 10, 1),
-                        start=datetime(2026, 10, 1), end=datetime(2026, 10, 2))
+        read_sacct_file(
+            tmp_path / "nope.txt",
+            cluster="c",
+            day=date(2026, 10, 1),
+            start=datetime(2026, 10, 1),
+            end=datetime(2026, 10, 2),
+        )
 
 
 def test_command_mode_runs_sacct_with_utc_and_fixed_format(tmp_path) -> None:

@@ -17,8 +17,16 @@ T0 = datetime(2024, 3, 10, 0, 0)
 def sample(minute: int, **values) -> dict:
     row = {c: None for c in RAW_SAMPLE_SCHEMA}
     row.update(
-        cluster="c1", day=DAY, ts=T0 + timedelta(minutes=minute), hostname="n1", gpu=0,
-        uuid="GPU-0", model_name="NVIDIA H100 80GB HBM3", pci_bus_id="0:1", device="nvidia0", hpc_job="7",
+        cluster="c1",
+        day=DAY,
+        ts=T0 + timedelta(minutes=minute),
+        hostname="n1",
+        gpu=0,
+        uuid="GPU-0",
+        model_name="NVIDIA H100 80GB HBM3",
+        pci_bus_id="0:1",
+        device="nvidia0",
+        hpc_job="7",
     )
     row.update(values)
     return row
@@ -51,7 +59,12 @@ def test_counts_range_and_absent_fields_per_instance() -> None:
     util = field(out, "gpu_util")  # raw units (%)
     assert (util["n_samples"], util["n_nonzero"], util["min_value"], util["max_value"]) == (2, 1, 0.0, 40.0)
     absent = field(out, "dram_active")
-    assert (absent["n_samples"], absent["n_nonzero"], absent["min_value"], absent["suspect_flat_zero"]) == (0, 0, None, False)
+    assert (absent["n_samples"], absent["n_nonzero"], absent["min_value"], absent["suspect_flat_zero"]) == (
+        0,
+        0,
+        None,
+        False,
+    )
     assert not out.get_column("suspect_flat_zero").any()
 
 
@@ -72,7 +85,9 @@ def test_flat_zero_is_not_suspect_when_nothing_moves_or_not_all_day() -> None:
 
 def test_tensor_and_dram_at_zero_are_legitimate_but_can_reveal_another_stuck_field() -> None:
     # the H200 trace's "tiny" job: one-thread kernels, no tensor pipe, no DRAM traffic
-    busy = presence([sample(m, sm_active=0.0075, gr_engine_active=0.99, tensor_active=0.0, dram_active=0.0) for m in range(10)])
+    busy = presence(
+        [sample(m, sm_active=0.0075, gr_engine_active=0.99, tensor_active=0.0, dram_active=0.0) for m in range(10)]
+    )
     assert not busy.get_column("suspect_flat_zero").any()
     stuck = presence([sample(m, gr_engine_active=0.0, tensor_active=0.3, dram_active=0.0) for m in range(10)])
     assert stuck.filter("suspect_flat_zero").get_column("field").to_list() == ["gr_engine_active"]
@@ -80,13 +95,25 @@ def test_tensor_and_dram_at_zero_are_legitimate_but_can_reveal_another_stuck_fie
 
 def test_a_barely_moving_signal_does_not_make_zeros_suspect() -> None:
     # the trace's "hog": memory held, nothing running: GR ~1e-4, SM and GPU_UTIL exactly 0
-    rows = [sample(m, gr_engine_active=0.00006 * (m % 2), sm_active=0.0, sm_occupancy=0.0, gpu_util=0.0) for m in range(10)]
+    rows = [
+        sample(m, gr_engine_active=0.00006 * (m % 2), sm_active=0.0, sm_occupancy=0.0, gpu_util=0.0) for m in range(10)
+    ]
     assert not presence(rows).get_column("suspect_flat_zero").any()
     lenient = stg_dcgm__field_presence(pl.DataFrame(rows, schema=RAW_SAMPLE_SCHEMA), DAY, moving_min=0.00005)
-    assert lenient.filter("suspect_flat_zero").get_column("field").to_list() == ["gpu_util", "sm_active", "sm_occupancy"]
+    assert lenient.filter("suspect_flat_zero").get_column("field").to_list() == [
+        "gpu_util",
+        "sm_active",
+        "sm_occupancy",
+    ]
     # gpu_util is in %: 2 % is a move (0.02 as a ratio), 0.5 % is not
-    assert presence([sample(m, gpu_util=2.0 * (m % 2), sm_active=0.0) for m in range(4)]).get_column("suspect_flat_zero").any()
-    assert not presence([sample(m, gpu_util=0.5, sm_active=0.0) for m in range(4)]).get_column("suspect_flat_zero").any()
+    assert (
+        presence([sample(m, gpu_util=2.0 * (m % 2), sm_active=0.0) for m in range(4)])
+        .get_column("suspect_flat_zero")
+        .any()
+    )
+    assert (
+        not presence([sample(m, gpu_util=0.5, sm_active=0.0) for m in range(4)]).get_column("suspect_flat_zero").any()
+    )
 
 
 def test_mig_instances_are_judged_separately() -> None:

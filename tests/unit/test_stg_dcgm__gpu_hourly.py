@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
-from pathlib import Path
 
 import polars as pl
 import pytest
 
-from tests.fixtures import h200
-
 from cardhours.schemas import RAW_SAMPLE_SCHEMA
+from tests.fixtures import h200
 from transforms.stg_dcgm__gpu_hourly import SCHEMA, stg_dcgm__gpu_hourly
-
 
 T0 = datetime(2024, 3, 10, 10, 0)
 
@@ -21,8 +18,16 @@ def sample(minute: int, **values) -> dict:
     """A RAW_SAMPLE_SCHEMA row ``minute`` minutes after 10:00 on GPU 0 of n1, job "7"."""
     row = {c: None for c in RAW_SAMPLE_SCHEMA}
     row.update(
-        cluster="c1", day=date(2024, 3, 10), ts=T0 + timedelta(minutes=minute), hostname="n1", gpu=0,
-        uuid="GPU-0", model_name="NVIDIA H100 80GB HBM3", pci_bus_id="0:1", device="nvidia0", hpc_job="7",
+        cluster="c1",
+        day=date(2024, 3, 10),
+        ts=T0 + timedelta(minutes=minute),
+        hostname="n1",
+        gpu=0,
+        uuid="GPU-0",
+        model_name="NVIDIA H100 80GB HBM3",
+        pci_bus_id="0:1",
+        device="nvidia0",
+        hpc_job="7",
     )
     row.update(values)
     return row

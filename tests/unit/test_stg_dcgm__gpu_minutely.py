@@ -26,8 +26,16 @@ def sample(seconds: int, **values) -> dict:
     """A RAW_SAMPLE_SCHEMA row ``seconds`` after 10:00 on GPU 0 of n1, job "7"."""
     row = {c: None for c in RAW_SAMPLE_SCHEMA}
     row.update(
-        cluster="c1", day=DAY, ts=T0 + timedelta(seconds=seconds), hostname="n1", gpu=0,
-        uuid="GPU-0", model_name="NVIDIA H100 80GB HBM3", pci_bus_id="0:1", device="nvidia0", hpc_job="7",
+        cluster="c1",
+        day=DAY,
+        ts=T0 + timedelta(seconds=seconds),
+        hostname="n1",
+        gpu=0,
+        uuid="GPU-0",
+        model_name="NVIDIA H100 80GB HBM3",
+        pci_bus_id="0:1",
+        device="nvidia0",
+        hpc_job="7",
     )
     row.update(values)
     return row

@@ -53,8 +53,17 @@ def raw(*days: tuple[date, list[str]]) -> pl.DataFrame:
     for day, lines in days:
         for no, text in enumerate(lines, start=2):
             fields = dict(zip(SACCT_FIELDS.values(), text.split("|"), strict=True))
-            rows.append({"cluster": "c1", "day": day, "source": f"sacct-{day}.txt", "line_no": no, **fields,
-                         "read_note": None, "raw_line": None})
+            rows.append(
+                {
+                    "cluster": "c1",
+                    "day": day,
+                    "source": f"sacct-{day}.txt",
+                    "line_no": no,
+                    **fields,
+                    "read_note": None,
+                    "raw_line": None,
+                }
+            )
     return pl.DataFrame(rows, schema=RAW_SACCT_SCHEMA)
 
 
@@ -124,8 +133,14 @@ def test_output_schema_is_exact_even_when_empty() -> None:
 
 
 def test_array_het_and_pending_range_ids() -> None:
-    pending = dict(state="PENDING", start_time="Unknown", end_time="Unknown", node_list="None assigned",
-                   alloc_tres="", req_tres="cpu=1,gres/gpu:3g.40gb=1,gres/gpu=1")
+    pending = dict(
+        state="PENDING",
+        start_time="Unknown",
+        end_time="Unknown",
+        node_list="None assigned",
+        alloc_tres="",
+        req_tres="cpu=1,gres/gpu:3g.40gb=1,gres/gpu=1",
+    )
     jobs, _ = run(
         (
             D10,
@@ -149,8 +164,10 @@ def test_array_het_and_pending_range_ids() -> None:
 def test_dedup_across_day_partitions_keeps_latest_day() -> None:
     running = line("100", state="RUNNING", end_time="Unknown")
     done = line("100", state="COMPLETED", end_time="2024-03-11T05:00:00")
-    jobs, _ = run((D10, [running, line("100.batch", job_id_raw="100.batch", end_time="Unknown")]),
-                  (D11, [done, line("100.batch", job_id_raw="100.batch", end_time="2024-03-11T05:00:00")]))
+    jobs, _ = run(
+        (D10, [running, line("100.batch", job_id_raw="100.batch", end_time="Unknown")]),
+        (D11, [done, line("100.batch", job_id_raw="100.batch", end_time="2024-03-11T05:00:00")]),
+    )
     assert jobs.select("state", "end_time", "is_open", "n_steps").rows() == [
         ("COMPLETED", datetime(2024, 3, 11, 5), False, 1)
     ]
@@ -164,7 +181,9 @@ def test_dedup_across_day_partitions_keeps_latest_day() -> None:
 
 def test_pending_row_superseded_by_a_later_start() -> None:
     pending = line("100", state="PENDING", start_time="Unknown", end_time="Unknown", alloc_tres="")
-    jobs, _ = run((D10, [pending]), (D11, [line("100", start_time="2024-03-11T01:00:00", end_time="2024-03-11T02:00:00")]))
+    jobs, _ = run(
+        (D10, [pending]), (D11, [line("100", start_time="2024-03-11T01:00:00", end_time="2024-03-11T02:00:00")])
+    )
     assert jobs.select("state", "start_time").rows() == [("COMPLETED", datetime(2024, 3, 11, 1))]
 
 
@@ -200,10 +219,23 @@ def test_requeued_runs_stay_distinct_and_keep_their_own_steps() -> None:
         ({"state": "RUNNING", "start_time": "2024-02-01T00:00:00", "end_time": "Unknown"}, True),  # still running
         ({"start_time": "2024-03-01T00:00:00", "end_time": "2024-03-01T00:00:00"}, True),  # zero length
         ({"start_time": "2024-04-01T00:00:00", "end_time": "2024-04-01T00:00:00"}, False),  # zero, after
-        ({"state": "PENDING", "submit_time": "2024-03-05T00:00:00", "start_time": "Unknown", "end_time": "Unknown"}, True),
-        ({"state": "PENDING", "submit_time": "2024-02-05T00:00:00", "start_time": "Unknown", "end_time": "Unknown"}, False),
-        ({"state": "CANCELLED", "submit_time": "2024-03-05T00:00:00", "start_time": "None",
-          "end_time": "2024-03-06T00:00:00"}, True),
+        (
+            {"state": "PENDING", "submit_time": "2024-03-05T00:00:00", "start_time": "Unknown", "end_time": "Unknown"},
+            True,
+        ),
+        (
+            {"state": "PENDING", "submit_time": "2024-02-05T00:00:00", "start_time": "Unknown", "end_time": "Unknown"},
+            False,
+        ),
+        (
+            {
+                "state": "CANCELLED",
+                "submit_time": "2024-03-05T00:00:00",
+                "start_time": "None",
+                "end_time": "2024-03-06T00:00:00",
+            },
+            True,
+        ),
     ],
 )
 def test_window(fields: dict, kept: bool) -> None:
@@ -254,7 +286,9 @@ def test_several_bad_fields_are_all_named() -> None:
 def test_bad_req_tres_matters_only_when_used() -> None:
     jobs, rejects = run((D10, [line("100", req_tres="gres/gpu=?")]))
     assert rejects.is_empty() and jobs.height == 1
-    pending = line("101", state="PENDING", start_time="Unknown", end_time="Unknown", alloc_tres="", req_tres="gres/gpu=?")
+    pending = line(
+        "101", state="PENDING", start_time="Unknown", end_time="Unknown", alloc_tres="", req_tres="gres/gpu=?"
+    )
     _, rejects = run((D10, [pending]))
     assert rejects.get_column("reason").to_list() == ["req_tres: bad GPU count in 'gres/gpu=?'"]
 
@@ -264,7 +298,10 @@ def test_mig_weights_are_passed_through() -> None:
     default, _ = run((D10, [mig]))
     weighted, _ = run((D10, [mig]), mig_weights={"3g.40gb": 0.5})
     assert default.select("gpus", "gpu_slots", "gpu_type", "is_mig").row(0) == (
-        pytest.approx(6 / 7), 2, "3g.40gb", True
+        pytest.approx(6 / 7),
+        2,
+        "3g.40gb",
+        True,
     )
     assert weighted.get_column("gpus").to_list() == [1.0]
 
@@ -280,20 +317,31 @@ def test_runaway_cancelled_job_is_billed_to_its_time_limit_not_the_month_end() -
     jobs, rejects = run((D10, [runaway]))
     assert rejects.is_empty()
     assert jobs.select("end_time", "end_inferred_from", "is_open").row(0) == (
-        datetime(2024, 3, 10, 4), "time_limit", False)
+        datetime(2024, 3, 10, 4),
+        "time_limit",
+        False,
+    )
 
 
 def test_runaway_ends_at_its_last_labelled_sample_when_that_comes_first() -> None:
     runaway = line("301", state="FAILED", end_time="Unknown", timelimit="1-00:00:00")
-    samples = pl.DataFrame({"cluster": ["c1"], "job_id_raw": ["301"], "start_time": [datetime(2024, 3, 10, 1)],
-                            "last_sample_end": [datetime(2024, 3, 10, 2, 30)]}, schema=LAST_SAMPLES_SCHEMA)
+    samples = pl.DataFrame(
+        {
+            "cluster": ["c1"],
+            "job_id_raw": ["301"],
+            "start_time": [datetime(2024, 3, 10, 1)],
+            "last_sample_end": [datetime(2024, 3, 10, 2, 30)],
+        },
+        schema=LAST_SAMPLES_SCHEMA,
+    )
     jobs, _ = run((D10, [runaway]), last_samples=samples)
     assert jobs.select("end_time", "end_inferred_from").row(0) == (datetime(2024, 3, 10, 2, 30), "last_sample")
 
 
 def test_runaway_without_limit_or_samples_ends_with_the_month_it_started_in() -> None:
-    runaway = line("302", state="COMPLETED", start_time="2024-03-30T00:00:00", end_time="Unknown",
-                   timelimit="UNLIMITED")
+    runaway = line(
+        "302", state="COMPLETED", start_time="2024-03-30T00:00:00", end_time="Unknown", timelimit="UNLIMITED"
+    )
     jobs, _ = run((D10, [runaway]))
     assert jobs.select("end_time", "end_inferred_from").row(0) == (datetime(2024, 4, 1), "month_end")
     april, _ = run((D10, [runaway]), window=(datetime(2024, 4, 1), datetime(2024, 5, 1)))
@@ -308,16 +356,23 @@ def test_a_running_job_is_not_a_runaway() -> None:
 @pytest.mark.parametrize(
     ("fields", "expected"),
     [
-        ({"start_time": "None"},
-         "START_MISSING: state COMPLETED, ElapsedRaw 0, but no Start ('None')"),
-        ({"state": "CANCELLED", "start_time": "Unknown", "elapsed_raw": "60"},
-         "START_MISSING: state CANCELLED, ElapsedRaw 60, but no Start ('Unknown')"),
-        ({"end_time": "2024-03-10T00:30:00"},
-         "END_BEFORE_START: End 2024-03-10T00:30:00 is before Start 2024-03-10T01:00:00"),
-        ({"alloc_tres": "gres/gpu=64", "n_nodes": "1", "node_list": "gpu-01"},
-         "GPUS_OVER_NODES: 64.0 GPUs on 1 node(s) of at most 8.0 GPUs each"),
-        ({"alloc_tres": "gres/gpu=99999999999"},
-         "alloc_tres: ABSURD_COUNT: GPU count 99999999999 in 'gres/gpu=99999999999' is beyond any cluster"),
+        ({"start_time": "None"}, "START_MISSING: state COMPLETED, ElapsedRaw 0, but no Start ('None')"),
+        (
+            {"state": "CANCELLED", "start_time": "Unknown", "elapsed_raw": "60"},
+            "START_MISSING: state CANCELLED, ElapsedRaw 60, but no Start ('Unknown')",
+        ),
+        (
+            {"end_time": "2024-03-10T00:30:00"},
+            "END_BEFORE_START: End 2024-03-10T00:30:00 is before Start 2024-03-10T01:00:00",
+        ),
+        (
+            {"alloc_tres": "gres/gpu=64", "n_nodes": "1", "node_list": "gpu-01"},
+            "GPUS_OVER_NODES: 64.0 GPUs on 1 node(s) of at most 8.0 GPUs each",
+        ),
+        (
+            {"alloc_tres": "gres/gpu=99999999999"},
+            "alloc_tres: ABSURD_COUNT: GPU count 99999999999 in 'gres/gpu=99999999999' is beyond any cluster",
+        ),
         ({"n_nodes": "99999999999"}, "n_nodes: ABSURD_COUNT: 99999999999 nodes"),
     ],
 )

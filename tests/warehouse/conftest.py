@@ -49,9 +49,7 @@ def make_samples(cluster: str, day: date, n: int, seed: int = 0) -> pl.DataFrame
     idx = pl.int_range(0, n, dtype=pl.Int64)
     gpu = (idx % 8).cast(pl.Int16)
     mig = idx % 5 == 0
-    values = {
-        name: rng.random(n) for name, dtype in RAW_SAMPLE_SCHEMA.items() if dtype == pl.Float64()
-    }
+    values = {name: rng.random(n) for name, dtype in RAW_SAMPLE_SCHEMA.items() if dtype == pl.Float64()}
     frame = pl.DataFrame(values, schema={name: pl.Float64() for name in values}).select(
         pl.lit(cluster).alias("cluster"),
         pl.lit(day).alias("day"),

@@ -37,9 +37,14 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def build(config_path: Path, keys=BUILT) -> None:
     with DagsterInstance.ephemeral() as instance:
-        result = materialize(ASSETS, selection=[AssetKey(list(k)) for k in keys], partition_key=MONTH.isoformat(),
-                             instance=instance, resources={"cardhours": CardhoursResource(config_path=str(config_path))},
-                             run_config=QUIET_RUN_CONFIG)
+        result = materialize(
+            ASSETS,
+            selection=[AssetKey(list(k)) for k in keys],
+            partition_key=MONTH.isoformat(),
+            instance=instance,
+            resources={"cardhours": CardhoursResource(config_path=str(config_path))},
+            run_config=QUIET_RUN_CONFIG,
+        )
     assert result.success
 
 
@@ -57,8 +62,15 @@ def direct_attribution(config_path: Path) -> pl.DataFrame:
     cluster = config.clusters[0]
     hosts = config.inventory_frame().group_by("hostname").agg(pl.col("gpu_fraction").sum()).sort("hostname")
     text, params = int_gpu_minutes_attributed_sql(
-        cluster.name, START, START, END, cluster.sample_step_seconds, hosts["hostname"].to_list(),
-        hosts["gpu_fraction"].to_list(), config.flags.zero_util_threshold)
+        cluster.name,
+        START,
+        START,
+        END,
+        cluster.sample_step_seconds,
+        hosts["hostname"].to_list(),
+        hosts["gpu_fraction"].to_list(),
+        config.flags.zero_util_threshold,
+    )
     conn = duckdb.connect(str(config.warehouse.path), read_only=True)
     try:
         conn.execute("SET TimeZone = 'UTC'")
@@ -89,9 +101,13 @@ def test_fct_job_usage_equals_the_transform_on_directly_computed_attribution(lan
     cluster = config.clusters[0]
     jobs = table(landed, "SELECT * EXCLUDE (month) FROM staging.stg_slurm__jobs WHERE month = DATE '2026-09-01'")
     expected = fct_job_usage(
-        jobs=jobs, attributed=direct_attribution(landed), accounts=config.accounts_frame(),
+        jobs=jobs,
+        attributed=direct_attribution(landed),
+        accounts=config.accounts_frame(),
         gpu_models=config.inventory_frame().select("cluster", "hostname", "gpu_model").unique(),
-        period_start=START, period_end=END, step_seconds=cluster.sample_step_seconds,
+        period_start=START,
+        period_end=END,
+        step_seconds=cluster.sample_step_seconds,
     ).with_columns(month=pl.lit(MONTH))
     stored = table(landed, "SELECT * FROM marts.fct_job_usage")
     key = ["job_id_raw", "start_time"]

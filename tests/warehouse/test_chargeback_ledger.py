@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from datetime import date, datetime
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -45,7 +45,9 @@ def test_close_late_data_corrections_and_reruns(site: Path) -> None:
     _materialize(site, AUG)  # rerunning the open month gives identical rows
     assert _digest(site, FACT_TABLES) == first
     october_total = _rows(site, "SELECT sum(BilledCost) AS c FROM marts.fct_chargeback_focus")["c"][0]
-    assert _rows(site, "SELECT billed_cost FROM marts.mart_chargeback_reconciliation")["billed_cost"].to_list() == [october_total]
+    assert _rows(site, "SELECT billed_cost FROM marts.mart_chargeback_reconciliation")["billed_cost"].to_list() == [
+        october_total
+    ]
 
     closed = _close(site, "2026-08")
     assert closed.exit_code == 0, closed.output
@@ -72,7 +74,9 @@ def test_close_late_data_corrections_and_reruns(site: Path) -> None:
     assert regular.sort(regular.columns, nulls_last=True).equals(frozen.sort(frozen.columns, nulls_last=True))
     assert fixes["InvoiceId"].null_count() == fixes.height  # September's, once September is closed
     added = Decimal("2") * 2 * Decimal("2.5")  # 2 GPUs x 2 h before the price change
-    total = _rows(site, "SELECT sum(BilledCost) AS c FROM marts.fct_chargeback_focus WHERE x_ChargeKind = 'usage'")["c"][0]
+    total = _rows(site, "SELECT sum(BilledCost) AS c FROM marts.fct_chargeback_focus WHERE x_ChargeKind = 'usage'")[
+        "c"
+    ][0]
     assert total == _rows(site, "SELECT sum(cost) AS c FROM marts.fct_chargeback_jobs")["c"][0]
     assert fixes.filter(pl.col("x_ChargeKind") == "usage")["BilledCost"].sum() == added
     assert csv_problems(reports / "2026-09" / "chargeback_focus.csv") == []
@@ -81,13 +85,22 @@ def test_close_late_data_corrections_and_reruns(site: Path) -> None:
     assert _digest(site, FACT_TABLES) == rerun
 
     # November: built, closed with October's corrections in it
-    _usage(site, SEP, [run("200", datetime(2026, 9, 3), 5, month_start=datetime(2026, 9, 1),
-                           month_end=datetime(2026, 10, 1))])
+    _usage(
+        site,
+        SEP,
+        [run("200", datetime(2026, 9, 3), 5, month_start=datetime(2026, 9, 1), month_end=datetime(2026, 10, 1))],
+    )
     assert all(_materialize(site, SEP).values())
     assert _close(site, "2026-09").exit_code == 0
-    booked = _rows(site, "SELECT count(*) AS n FROM marts.chargeback_ledger WHERE billing_month = ? AND ChargeClass = 'Correction'", [SEP])
+    booked = _rows(
+        site,
+        "SELECT count(*) AS n FROM marts.chargeback_ledger WHERE billing_month = ? AND ChargeClass = 'Correction'",
+        [SEP],
+    )
     assert booked["n"][0] == fixes.height
-    invoices = _rows(site, "SELECT billing_month, InvoiceId, count(*) AS n FROM marts.chargeback_ledger GROUP BY ALL ORDER BY ALL")
+    invoices = _rows(
+        site, "SELECT billing_month, InvoiceId, count(*) AS n FROM marts.chargeback_ledger GROUP BY ALL ORDER BY ALL"
+    )
     assert invoices.rows() == [(AUG, "cardhours-2026-08", 18), (SEP, "cardhours-2026-09", fixes.height + 4)]
     september_file = pl.read_csv(reports / "2026-09" / "chargeback_focus.csv", infer_schema=False)
     assert set(september_file["InvoiceId"]) == {"cardhours-2026-09"}
@@ -101,7 +114,9 @@ def test_close_late_data_corrections_and_reruns(site: Path) -> None:
     october_fixes = _rows(site, "SELECT * FROM marts.fct_chargeback_focus WHERE billing_month = ?", [OCT])
     assert set(october_fixes["ChargeClass"]) == {"Correction"}
     assert october_fixes.filter(pl.col("x_ChargeKind") == "usage")["BilledCost"].sum() == Decimal("14.00")  # 5 h x 2.8
-    all_october = _rows(site, "SELECT sum(PricingQuantity) AS q FROM marts.fct_chargeback_focus WHERE charge_month = ?", [AUG])
+    all_october = _rows(
+        site, "SELECT sum(PricingQuantity) AS q FROM marts.fct_chargeback_focus WHERE charge_month = ?", [AUG]
+    )
     assert all_october["q"][0] == Decimal("3720.000000")  # capacity: (4 + 6/7 + 1/7) GPUs x 744 h
     assert (reports / "2026-10" / "chargeback_focus.csv").is_file()
 

@@ -73,7 +73,8 @@ def test_a_month_in_its_grace_period_waits(site: Path) -> None:
     build(site, AUG)
     assert _refusal(site, datetime(2026, 9, 3, 12)) == (
         f"2026-08 is not closed.\n{GAPS}\n  - 2026-08 may close from 2026-09-06 00:00Z (the month's end + "
-        "close.grace_days = 5 for late accounting); it is 2026-09-03 12:00Z")
+        "close.grace_days = 5 for late accounting); it is 2026-09-03 12:00Z"
+    )
     closed = _close(site, datetime(2026, 9, 6))
     assert (closed.focus_rows, closed.job_lines, closed.accepted_gaps) == (18, 6, None)
 
@@ -82,11 +83,15 @@ def test_stale_marts_refuse_even_with_accept_gaps(site: Path) -> None:
     put_usage(site, AUG, august())
     build(site, AUG)
     with connect(database(site)) as conn:  # day 9 landed again after the build
-        record_landing(conn, Landing("c1", date(2026, 8, 9), "dcgm", datetime(2026, 9, 10, 8), rows=120,
-                                     quarantined=0, screened=120))
-    stale = ("the marts of 2026-08 are stale: 1 landing(s) came after its last build (built over landings through "
-             "2026-01-01 00:00:00Z), the latest cluster 'c1' dcgm 2026-08-09 at 2026-09-10 08:00:00Z: run the month "
-             "again (cardhours run --month 2026-08)")
+        record_landing(
+            conn,
+            Landing("c1", date(2026, 8, 9), "dcgm", datetime(2026, 9, 10, 8), rows=120, quarantined=0, screened=120),
+        )
+    stale = (
+        "the marts of 2026-08 are stale: 1 landing(s) came after its last build (built over landings through "
+        "2026-01-01 00:00:00Z), the latest cluster 'c1' dcgm 2026-08-09 at 2026-09-10 08:00:00Z: run the month "
+        "again (cardhours run --month 2026-08)"
+    )
     assert _refusal(site, accept_gaps="close anyway") == f"2026-08 is not closed.\n{FIX}\n  - {stale}"
     build(site, AUG)  # the month built again over the new landing
     assert _close(site).focus_rows == 18
@@ -96,33 +101,42 @@ def test_a_run_killed_between_the_job_and_focus_assets(site: Path) -> None:
     put_usage(site, AUG, august())
     build(site, AUG)
     site.write_text(site.read_text().replace("H100 = 2.5", "H100 = 3.0"))  # the next run prices at 3.00 ...
-    result = materialize([month_landed, fct_chargeback_jobs_asset], partition_key=AUG.isoformat(),  # ... and dies
-                         resources={"cardhours": CardhoursResource(config_path=str(site))})
+    result = materialize(
+        [month_landed, fct_chargeback_jobs_asset],
+        partition_key=AUG.isoformat(),  # ... and dies
+        resources={"cardhours": CardhoursResource(config_path=str(site))},
+    )
     assert result.success
     refusal = _refusal(site)
     started = rows(site, "SELECT started_at FROM meta.monthly_builds")["started_at"][0]
     assert refusal.startswith(
         f"2026-08 is not closed.\n{FIX}\n  - the last monthly build of 2026-08 (started {started:%Y-%m-%d %H:%M:%S}Z) "
-        "did not finish, so its marts may be half rewritten: run the month again (cardhours run --month 2026-08)\n")
+        "did not finish, so its marts may be half rewritten: run the month again (cardhours run --month 2026-08)\n"
+    )
     # the job detail was rewritten at 3.00 and recomputes; the FOCUS rows still say 2.50
     assert "marts.fct_chargeback_jobs" not in refusal
-    assert ("  - the stored marts differ from a recomputation: marts.fct_chargeback_focus row (cluster 'c1', "
-            "x_ChargeKind 'usage', SubAccountId 'nlp', SkuPriceId 'H100|gpu|normal|2026-08-01T00:00:00Z'): "
-            "BilledCost stored 30.00, recomputed 36.00; ContractedCost stored 30.00, recomputed 36.00; "
-            "ContractedUnitPrice stored 2.500000, recomputed 3.000000; EffectiveCost stored 30.00, recomputed 36.00; "
-            "ListCost stored 30.00, recomputed 36.00; ListUnitPrice stored 2.500000, recomputed 3.000000\n") in refusal
+    assert (
+        "  - the stored marts differ from a recomputation: marts.fct_chargeback_focus row (cluster 'c1', "
+        "x_ChargeKind 'usage', SubAccountId 'nlp', SkuPriceId 'H100|gpu|normal|2026-08-01T00:00:00Z'): "
+        "BilledCost stored 30.00, recomputed 36.00; ContractedCost stored 30.00, recomputed 36.00; "
+        "ContractedUnitPrice stored 2.500000, recomputed 3.000000; EffectiveCost stored 30.00, recomputed 36.00; "
+        "ListCost stored 30.00, recomputed 36.00; ListUnitPrice stored 2.500000, recomputed 3.000000\n"
+    ) in refusal
 
 
 def test_a_tampered_mart_price_does_not_recompute(site: Path) -> None:
     put_usage(site, AUG, august())
     build(site, AUG)
     with connect(database(site)) as conn:
-        conn.execute("UPDATE marts.fct_chargeback_focus SET ContractedUnitPrice = 3.0 WHERE SubAccountId = 'speech' "
-                     "AND x_ChargeKind = 'usage' AND SkuId = 'H100'")
+        conn.execute(
+            "UPDATE marts.fct_chargeback_focus SET ContractedUnitPrice = 3.0 WHERE SubAccountId = 'speech' "
+            "AND x_ChargeKind = 'usage' AND SkuId = 'H100'"
+        )
     assert _refusal(site) == (
         f"2026-08 is not closed.\n{FIX}\n  - the stored marts differ from a recomputation: marts.fct_chargeback_focus "
         "row (cluster 'c1', x_ChargeKind 'usage', SubAccountId 'speech', SkuPriceId "
-        "'H100|gpu|normal|2026-08-01T00:00:00Z'): ContractedUnitPrice stored 3.000000, recomputed 2.500000")
+        "'H100|gpu|normal|2026-08-01T00:00:00Z'): ContractedUnitPrice stored 3.000000, recomputed 2.500000"
+    )
     refused = close(site, "2026-08", "--accept-gaps", "anyway")
     assert refused.exit_code == 1 and "ContractedUnitPrice stored 3.000000, recomputed 2.500000" in refused.output
 
@@ -130,20 +144,24 @@ def test_a_tampered_mart_price_does_not_recompute(site: Path) -> None:
 def test_coverage_and_quarantine_limits(site: Path) -> None:
     put_usage(site, AUG, august())
     with connect(database(site)) as conn:
-        record_landing(conn, Landing("c1", date(2026, 8, 12), "dcgm", LANDED_AT, rows=100, quarantined=400, screened=500))
-        replace_partition(conn, "marts.mart_cluster_monthly",
-                          rows_frame(cluster="c1", month=AUG, sample_coverage=0.8), {"month": AUG})
+        record_landing(
+            conn, Landing("c1", date(2026, 8, 12), "dcgm", LANDED_AT, rows=100, quarantined=400, screened=500)
+        )
+        replace_partition(
+            conn, "marts.mart_cluster_monthly", rows_frame(cluster="c1", month=AUG, sample_coverage=0.8), {"month": AUG}
+        )
         conditions = month_conditions(conn, load_config(site), AUG, LATE)
     assert conditions.gaps == [
         "cluster 'c1': sample coverage 80.0% below close.min_coverage 90.0% (marts.mart_cluster_monthly)",
         "cluster 'c1' dcgm: 11.43% quarantined (400 of 3,500) over close.max_quarantine_share 1.00%",
     ]
-    assert conditions.blockers == ["no monthly build of 2026-08 is recorded: run the month again "
-                                   "(cardhours run --month 2026-08)"]
-
+    assert conditions.blockers == [
+        "no monthly build of 2026-08 is recorded: run the month again (cardhours run --month 2026-08)"
+    ]
 
 
 def rows_frame(**values) -> pl.DataFrame:
     """One marts.mart_cluster_monthly row with ``values``, the other columns null."""
     return pl.DataFrame([values]).select(
-        (pl.col(c) if c in values else pl.lit(None)).cast(t).alias(c) for c, t in CLUSTER_SCHEMA.items())
+        (pl.col(c) if c in values else pl.lit(None)).cast(t).alias(c) for c, t in CLUSTER_SCHEMA.items()
+    )

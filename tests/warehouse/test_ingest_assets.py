@@ -62,8 +62,17 @@ H100 = 2.0
 
 def _row(seconds: int, **values) -> dict:
     row = {c: None for c in RAW_SAMPLE_SCHEMA if c not in ("cluster", "day")}
-    row.update(ts=T0 + timedelta(seconds=seconds), hostname="n1", gpu=0, uuid="GPU-0", model_name="NVIDIA H100 80GB HBM3",
-               pci_bus_id="00000000:18:00.0", device="nvidia0", hpc_job="101", extra_labels="{}")
+    row.update(
+        ts=T0 + timedelta(seconds=seconds),
+        hostname="n1",
+        gpu=0,
+        uuid="GPU-0",
+        model_name="NVIDIA H100 80GB HBM3",
+        pci_bus_id="00000000:18:00.0",
+        device="nvidia0",
+        hpc_job="101",
+        extra_labels="{}",
+    )
     row.update(values)
     return row
 
@@ -75,13 +84,29 @@ def metrics_rows() -> list[dict]:
     for s in range(0, 600, STEP):
         if 120 <= s < 240:
             continue  # scrape gap on GPU 0
-        rows.append(_row(s, sm_active=0.5, gr_engine_active=0.6, gpu_util=55.0, power_w=300.0,
-                         energy_mj=1e6 + 300_000.0 * s, fb_used_mib=1000.0))
+        rows.append(
+            _row(
+                s,
+                sm_active=0.5,
+                gr_engine_active=0.6,
+                gpu_util=55.0,
+                power_w=300.0,
+                energy_mj=1e6 + 300_000.0 * s,
+                fb_used_mib=1000.0,
+            )
+        )
     rows[3]["power_w"] = FP64_BLANK  # at 45 s
     rows[5]["sm_active"] = 1.7  # at 75 s
     for s in range(0, 600, STEP):
-        mig = dict(gpu=1, uuid="GPU-1", pci_bus_id="00000000:28:00.0", device="nvidia1", gpu_util=40.0, power_w=250.0,
-                   gpu_i_profile="3g.40gb")
+        mig = dict(
+            gpu=1,
+            uuid="GPU-1",
+            pci_bus_id="00000000:28:00.0",
+            device="nvidia1",
+            gpu_util=40.0,
+            power_w=250.0,
+            gpu_i_profile="3g.40gb",
+        )
         rows.append(_row(s, gpu_i_id=1, hpc_job="102", sm_active=0.3, gr_engine_active=0.35, **mig))
         rows.append(_row(s, gpu_i_id=2, hpc_job="103", sm_active=0.2 + (s % 60) / 600, gr_engine_active=0.0, **mig))
     return rows
@@ -132,7 +157,14 @@ def test_screening_lands_clean_rows_quarantine_and_counts(tmp_path: Path) -> Non
     assert (screening["sentinel_values"], screening["out_of_range_values"], screening["duplicate_rows"]) == (1, 1, 0)
     assert screening["quarantined_values"] == 2 and screening["mig_device_rows"] == 40
     assert screening["quarantine_share"] == pytest.approx(2 / screening["input_values"])
-    assert screening["fields_present"] == ["gpu_util", "gr_engine_active", "sm_active", "fb_used_mib", "power_w", "energy_mj"]
+    assert screening["fields_present"] == [
+        "gpu_util",
+        "gr_engine_active",
+        "sm_active",
+        "fb_used_mib",
+        "power_w",
+        "energy_mj",
+    ]
 
     quarantine = query(config, "SELECT * FROM raw.quarantine ORDER BY reason")
     assert quarantine.select("cluster", "source", "partition_key").unique().rows() == [("t1", "dcgm", PARTITION)]
@@ -145,10 +177,15 @@ def test_screening_lands_clean_rows_quarantine_and_counts(tmp_path: Path) -> Non
     at = {row["ts"]: row for row in gpu0.iter_rows(named=True)}
     assert at[T0 + timedelta(seconds=45)]["power_w"] is None and at[T0 + timedelta(seconds=45)]["sm_active"] == 0.5
     assert at[T0 + timedelta(seconds=75)]["sm_active"] is None and at[T0 + timedelta(seconds=75)]["power_w"] == 300.0
-    mig = query(config, "SELECT gpu_i_id, count(gpu_util) AS util, count(*) AS n FROM raw.dcgm_samples "
-                        "WHERE gpu = 1 GROUP BY ALL ORDER BY gpu_i_id NULLS FIRST")
+    mig = query(
+        config,
+        "SELECT gpu_i_id, count(gpu_util) AS util, count(*) AS n FROM raw.dcgm_samples "
+        "WHERE gpu = 1 GROUP BY ALL ORDER BY gpu_i_id NULLS FIRST",
+    )
     assert mig.rows() == [(None, 40, 40), (1, 0, 40), (2, 0, 40)]  # device fields once per GPU
-    landing = query(config, "SELECT cluster, day, source, rows, quarantined, screened, status, detail FROM meta.landings")
+    landing = query(
+        config, "SELECT cluster, day, source, rows, quarantined, screened, status, detail FROM meta.landings"
+    )
     assert landing.rows() == [("t1", DAY, "dcgm", 32 + 3 * 40, 2, screening["input_values"], "ok", None)]
 
 
@@ -157,8 +194,15 @@ def test_a_failed_read_is_recorded_as_a_failed_landing(tmp_path: Path) -> None:
     (tmp_path / "metrics" / f"day={PARTITION}" / "part-0.parquet").write_bytes(b"PAR1 broken")
     assert not run(config, [raw_dcgm_samples]).success
     landing = query(config, "SELECT source, rows, status, detail FROM meta.landings")
-    assert landing.rows() == [("dcgm", None, "failed", "ComputeError: parquet: File out of specification: "
-                               "A Parquet file must contain a header and footer with at least 12 bytes")]
+    assert landing.rows() == [
+        (
+            "dcgm",
+            None,
+            "failed",
+            "ComputeError: parquet: File out of specification: "
+            "A Parquet file must contain a header and footer with at least 12 bytes",
+        )
+    ]
 
 
 def test_quarantine_check_fails_over_the_limit_and_blocks_staging(tmp_path: Path) -> None:
@@ -173,8 +217,15 @@ def test_quarantine_check_fails_over_the_limit_and_blocks_staging(tmp_path: Path
     assert query(config, "SELECT count(*) AS n FROM staging.stg_dcgm__gpu_hourly").item() == 0  # blocked
     screened = metadata(result, SAMPLES)["screening_by_cluster"]["t1"]["input_values"]
     landing = query(config, "SELECT rows, quarantined, screened, status, detail FROM meta.landings")
-    assert landing.rows() == [(152, 2, screened, "rejected", f"{2 / screened:.4%} of sample values quarantined, "
-                                                            "over metrics.max_quarantine_share 0.1000%")]
+    assert landing.rows() == [
+        (
+            152,
+            2,
+            screened,
+            "rejected",
+            f"{2 / screened:.4%} of sample values quarantined, over metrics.max_quarantine_share 0.1000%",
+        )
+    ]
 
 
 def test_rerun_replaces_samples_and_quarantine(tmp_path: Path) -> None:
@@ -188,7 +239,12 @@ def test_rerun_replaces_samples_and_quarantine(tmp_path: Path) -> None:
 
 def test_daily_staging_assets(tmp_path: Path) -> None:
     config = write_site(tmp_path, max_share=0.5)
-    assets = [raw_dcgm_samples, stg_dcgm__gpu_hourly_asset, stg_dcgm__gpu_minutely_asset, stg_dcgm__field_presence_asset]
+    assets = [
+        raw_dcgm_samples,
+        stg_dcgm__gpu_hourly_asset,
+        stg_dcgm__gpu_minutely_asset,
+        stg_dcgm__field_presence_asset,
+    ]
     result = run(config, assets)
     assert result.success
 
@@ -201,7 +257,9 @@ def test_daily_staging_assets(tmp_path: Path) -> None:
     assert (second["n_samples"], second["sm_active_mean"]) == (4, 0.5)
     assert metadata(result, ["staging", "stg_dcgm__gpu_minutely"])["minutes_below_full_coverage"] == 0
 
-    hourly = query(config, "SELECT n_samples, expected_samples, coverage FROM staging.stg_dcgm__gpu_hourly WHERE gpu = 0")
+    hourly = query(
+        config, "SELECT n_samples, expected_samples, coverage FROM staging.stg_dcgm__gpu_hourly WHERE gpu = 0"
+    )
     assert hourly.rows() == [(32, 240, pytest.approx(32 / 240))]
 
     presence = query(config, "SELECT * FROM staging.stg_dcgm__field_presence WHERE suspect_flat_zero")
@@ -220,12 +278,22 @@ def test_daily_staging_assets(tmp_path: Path) -> None:
         ("stg_dcgm__gpu_hourly", stg_dcgm__gpu_hourly.SCHEMA, [("day", "DATE")]),
     ],
 )
-def test_staging_tables_match_their_schema(conn: duckdb.DuckDBPyConnection, table: str, schema: dict, partition: list) -> None:
-    types = {pl.String(): "VARCHAR", pl.Int16(): "SMALLINT", pl.Int64(): "BIGINT", pl.Float64(): "DOUBLE",
-             pl.Boolean(): "BOOLEAN", pl.Date(): "DATE", pl.Datetime("us"): "TIMESTAMP"}
+def test_staging_tables_match_their_schema(
+    conn: duckdb.DuckDBPyConnection, table: str, schema: dict, partition: list
+) -> None:
+    types = {
+        pl.String(): "VARCHAR",
+        pl.Int16(): "SMALLINT",
+        pl.Int64(): "BIGINT",
+        pl.Float64(): "DOUBLE",
+        pl.Boolean(): "BOOLEAN",
+        pl.Date(): "DATE",
+        pl.Datetime("us"): "TIMESTAMP",
+    }
     found = conn.execute(
         "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'staging' "
-        "AND table_name = ? ORDER BY ordinal_position", [table],
+        "AND table_name = ? ORDER BY ordinal_position",
+        [table],
     ).fetchall()
     assert found == [(name, types[dtype]) for name, dtype in schema.items()] + partition
 
@@ -257,17 +325,27 @@ def test_quarantine_check_is_pure_and_names_the_biggest_reasons() -> None:
     assert quarantine_share_check([at_limit], SAMPLES).passed
     failed = quarantine_share_check([at_limit, over], SAMPLES)
     assert not failed.passed and failed.metadata["failing_clusters"].value == ["b"]
-    assert failed.description.startswith(f"cluster 'b', day {PARTITION}: 3.0000% of sample values quarantined (30 of 1,000)")
-    assert failed.description.endswith("DCGM blank sentinel 4294967295 (uint32 -1) (20 values), gpu_util below 0 (5 values), "
-                                       "sm_active above 1 (5 values)")
+    assert failed.description.startswith(
+        f"cluster 'b', day {PARTITION}: 3.0000% of sample values quarantined (30 of 1,000)"
+    )
+    assert failed.description.endswith(
+        "DCGM blank sentinel 4294967295 (uint32 -1) (20 values), gpu_util below 0 (5 values), "
+        "sm_active above 1 (5 values)"
+    )
     empty = ClusterQuarantine("c", PARTITION, {"quarantined_values": 0, "input_values": 0}, 0.0)
     assert quarantine_share_check([empty], SAMPLES).passed
 
 
 def test_values_by_reason_groups_range_reasons_across_series() -> None:
     quarantine = pl.DataFrame(
-        {"reason": ["sm_active above 1 (max 1.7)", "sm_active above 1 (max 2.5)", "DCGM blank sentinel 4294967295 (uint32 -1)"],
-         "n_rows": [3, 4, 2]}
+        {
+            "reason": [
+                "sm_active above 1 (max 1.7)",
+                "sm_active above 1 (max 2.5)",
+                "DCGM blank sentinel 4294967295 (uint32 -1)",
+            ],
+            "n_rows": [3, 4, 2],
+        }
     )
     assert values_by_reason(quarantine) == {"DCGM blank sentinel 4294967295 (uint32 -1)": 2, "sm_active above 1": 7}
     assert values_by_reason(quarantine.clear()) == {}

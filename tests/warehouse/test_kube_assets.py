@@ -23,8 +23,16 @@ STEP = 300
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> SimulationResult:
-    return simulate(tmp_path_factory.mktemp("kube_assets"), gpus=8, days=DAYS, start=DAY, seed=3,
-                    step_seconds=STEP, metrics_format="parquet", kube=True)
+    return simulate(
+        tmp_path_factory.mktemp("kube_assets"),
+        gpus=8,
+        days=DAYS,
+        start=DAY,
+        seed=3,
+        step_seconds=STEP,
+        metrics_format="parquet",
+        kube=True,
+    )
 
 
 def run_all(sim: SimulationResult) -> None:
@@ -32,17 +40,24 @@ def run_all(sim: SimulationResult) -> None:
     for i in range(DAYS):
         key = (DAY + timedelta(days=i)).isoformat()
         assert materialize([raw_kube_series], partition_key=key, resources={"cardhours": resource}).success
-    monthly = materialize([stg_kube__pods_asset, stg_kube__jobs_asset], partition_key="2026-03-01",
-                          resources={"cardhours": resource})
+    monthly = materialize(
+        [stg_kube__pods_asset, stg_kube__jobs_asset], partition_key="2026-03-01", resources={"cardhours": resource}
+    )
     assert monthly.success
 
 
 def tables(sim: SimulationResult) -> dict[str, pl.DataFrame]:
     conn = connect(Path(sim.out_dir) / "cardhours.duckdb")
     try:
-        return {name: read_frame(conn, f"SELECT * FROM {name} ORDER BY ALL")
-                for name in ("raw.kube_series", "raw.kube_queue_samples", "staging.stg_kube__pods",
-                             "staging.stg_kube__jobs")}
+        return {
+            name: read_frame(conn, f"SELECT * FROM {name} ORDER BY ALL")
+            for name in (
+                "raw.kube_series",
+                "raw.kube_queue_samples",
+                "staging.stg_kube__pods",
+                "staging.stg_kube__jobs",
+            )
+        }
     finally:
         conn.close()
 

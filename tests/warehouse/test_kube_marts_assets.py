@@ -21,28 +21,50 @@ DAY = date(2026, 3, 30)
 DAYS = 2
 # The simulation covers the month's last two days: the build accepts the other 29 as gaps.
 ONLY_TWO_DAYS = {"ops": {GATE_STEP: {"config": {"accept_gaps": "simulated days 30 and 31 only"}}}}
-TABLES = ("intermediate.int_gpu_minutes_attributed", "marts.fct_job_usage", "marts.fct_gpu_hourly",
-          "marts.mart_department_monthly", "marts.mart_cluster_monthly", "marts.mart_deployment_monthly",
-          "marts.mart_kube_queue_monthly")
+TABLES = (
+    "intermediate.int_gpu_minutes_attributed",
+    "marts.fct_job_usage",
+    "marts.fct_gpu_hourly",
+    "marts.mart_department_monthly",
+    "marts.mart_cluster_monthly",
+    "marts.mart_deployment_monthly",
+    "marts.mart_kube_queue_monthly",
+)
 
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> SimulationResult:
-    return simulate(tmp_path_factory.mktemp("kube_marts"), gpus=8, days=DAYS, start=DAY, seed=3,
-                    step_seconds=300, metrics_format="parquet", kube=True)
+    return simulate(
+        tmp_path_factory.mktemp("kube_marts"),
+        gpus=8,
+        days=DAYS,
+        start=DAY,
+        seed=3,
+        step_seconds=300,
+        metrics_format="parquet",
+        kube=True,
+    )
 
 
 def run_month(sim: SimulationResult, instance: DagsterInstance, daily: bool) -> dict:
     definitions = build_definitions(str(sim.config_path))
     for i in range(DAYS if daily else 0):
         key = (DAY + timedelta(days=i)).isoformat()
-        assert definitions.resolve_job_def("daily_ingest").execute_in_process(partition_key=key, instance=instance).success
+        assert (
+            definitions.resolve_job_def("daily_ingest").execute_in_process(partition_key=key, instance=instance).success
+        )
     result = definitions.resolve_job_def("monthly_review").execute_in_process(
-        partition_key="2026-03-01", instance=instance, run_config=ONLY_TWO_DAYS)
+        partition_key="2026-03-01", instance=instance, run_config=ONLY_TWO_DAYS
+    )
     assert result.success
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert all(checks.values()) and {"samples_conserved", "allocation_within_capacity", "capacity_balance",
-                                     "gx_stg_kube__pods", "gx_stg_kube__jobs"} <= set(checks)
+    assert all(checks.values()) and {
+        "samples_conserved",
+        "allocation_within_capacity",
+        "capacity_balance",
+        "gx_stg_kube__pods",
+        "gx_stg_kube__jobs",
+    } <= set(checks)
     conn = connect(Path(sim.out_dir) / "cardhours.duckdb")
     try:
         return {name: read_frame(conn, f"SELECT * FROM {name} ORDER BY ALL") for name in TABLES}

@@ -18,6 +18,7 @@ from warehouse import (
     migrate,
 )
 
+
 def columns(conn: duckdb.DuckDBPyConnection, schema: str, table: str) -> list[tuple[str, str]]:
     return conn.execute(
         "SELECT column_name, data_type FROM information_schema.columns "
@@ -117,9 +118,7 @@ def test_failing_migration_rolls_back_entirely(db_path: Path, migrations_dir: Pa
         assert versions(conn) == [1, 2]
 
 
-def test_applied_migration_missing_from_source_is_refused(
-    db_path: Path, migrations_dir: Path
-) -> None:
+def test_applied_migration_missing_from_source_is_refused(db_path: Path, migrations_dir: Path) -> None:
     path = write(migrations_dir, "0001_table.sql", "CREATE TABLE main.t (v INTEGER);")
     connect(db_path, migrations=migrations_dir).close()
     path.unlink()
@@ -177,9 +176,7 @@ def test_read_only_connect_of_unmigrated_file_leaves_it_unmigrated(db_path: Path
 
 def test_memory_and_thread_settings_are_applied(db_path: Path) -> None:
     with connect(db_path, memory_limit="512MB", threads=2) as conn:
-        settings = conn.execute(
-            "SELECT current_setting('threads'), current_setting('memory_limit')"
-        ).fetchone()
+        settings = conn.execute("SELECT current_setting('threads'), current_setting('memory_limit')").fetchone()
     assert settings is not None
     assert settings[0] == 2
     assert settings[1] == "488.2 MiB"  # DuckDB reads MB as 10^6 bytes, prints MiB
@@ -203,14 +200,20 @@ def test_migration_0015_counts_earlier_raw_partitions_as_landed_and_chargeback_m
     with connect(path, migrations=old) as before:
         before.execute(
             "INSERT INTO main.partition_writes VALUES ('raw.dcgm_samples', 'cluster=alpha/day=2026-10-01', 120), "
-            "('raw.slurm_sacct', 'cluster=alpha/day=2026-10-01', 7), ('raw.kube_series', 'cluster=k-8s/day=2026-10-02', 3), "
+            "('raw.slurm_sacct', 'cluster=alpha/day=2026-10-01', 7), "
+            "('raw.kube_series', 'cluster=k-8s/day=2026-10-02', 3), "
             "('raw.quarantine', 'cluster=alpha/partition_key=2026-10-01/source=dcgm', 2), "
-            "('marts.mart_chargeback_reconciliation', 'month=2026-10-01', 1), ('marts.fct_job_usage', 'month=2026-09-01', 9)"
+            "('marts.mart_chargeback_reconciliation', 'month=2026-10-01', 1), "
+            "('marts.fct_job_usage', 'month=2026-09-01', 9)"
         )
     with connect(path) as after:
-        landings = after.execute("SELECT cluster, day, source, landed_at, rows, status FROM meta.landings ORDER BY ALL").fetchall()
+        landings = after.execute(
+            "SELECT cluster, day, source, landed_at, rows, status FROM meta.landings ORDER BY ALL"
+        ).fetchall()
         builds = after.execute("SELECT month, started_at, status FROM meta.monthly_builds").fetchall()
     assert [(c, d.isoformat(), s, t, r, st) for c, d, s, t, r, st in landings] == [
-        ("alpha", "2026-10-01", "dcgm", None, 120, "ok"), ("alpha", "2026-10-01", "sacct", None, 7, "ok"),
-        ("k-8s", "2026-10-02", "kube", None, 3, "ok")]
+        ("alpha", "2026-10-01", "dcgm", None, 120, "ok"),
+        ("alpha", "2026-10-01", "sacct", None, 7, "ok"),
+        ("k-8s", "2026-10-02", "kube", None, 3, "ok"),
+    ]
     assert [(m.isoformat(), s, st) for m, s, st in builds] == [("2026-10-01", None, "finished")]

@@ -116,9 +116,7 @@ def test_unknown_columns_are_named(conn, samples) -> None:
 
 
 def test_missing_columns_become_null_and_arrow_tables_work(conn) -> None:
-    frame = pl.DataFrame(
-        {"cluster": ["c1"], "source": ["sacct"], "partition_key": ["2025-03-01"], "reason": ["x"]}
-    )
+    frame = pl.DataFrame({"cluster": ["c1"], "source": ["sacct"], "partition_key": ["2025-03-01"], "reason": ["x"]})
     partition = {"cluster": "c1", "source": "sacct", "partition_key": "2025-03-01"}
     assert replace_partition(conn, "raw.quarantine", frame.to_arrow(), partition) == 1
     stored = read_frame(conn, "SELECT * FROM raw.quarantine")

@@ -60,13 +60,15 @@ def usage_rows() -> list[dict]:
         usage_row("2", hours=6.0, util=0.5, gpus=2.0),  # IDLE_TAIL from the attribution rows below
         usage_row("3", hours=3.0, util=0.8, gpus=4.0, hosts="n1,n2,n3,n4"),  # MULTINODE_FRAGMENTED
         usage_row("4", hours=3.0, util=0.9, user_name="bob"),  # not flagged
-        usage_row("5", hours=30.0, util=0.1, user_name="x,\"y\"", partition_name="debug", account="=1+1"),
+        usage_row("5", hours=30.0, util=0.1, user_name='x,"y"', partition_name="debug", account="=1+1"),
     ]
 
 
 def attributed_rows() -> list[dict]:
     """Job 2: active for 3 hours, then 3 hours at zero on both GPUs; the others: one hour each."""
-    rows = [hour_row("2", START + timedelta(hours=h), zero=h >= 3, gpu=g, start=START) for h in range(6) for g in (0, 1)]
+    rows = [
+        hour_row("2", START + timedelta(hours=h), zero=h >= 3, gpu=g, start=START) for h in range(6) for g in (0, 1)
+    ]
     rows += [hour_row(job, START, zero=False, start=START) for job in ("1", "3", "4", "5")]
     return [row | {"cluster": "c1"} for row in rows]
 
@@ -84,8 +86,9 @@ def write_site(root: Path) -> Path:
 
 def run(config: Path):
     resource = CardhoursResource(config_path=str(config))
-    return materialize([fct_job_flags_asset, mart_user_monthly_asset], partition_key=PARTITION,
-                       resources={"cardhours": resource})
+    return materialize(
+        [fct_job_flags_asset, mart_user_monthly_asset], partition_key=PARTITION, resources={"cardhours": resource}
+    )
 
 
 def metadata(result, key: str) -> dict:
@@ -119,8 +122,13 @@ def test_flags_users_and_csv(tmp_path: Path) -> None:
     flags, users = tables(tmp_path)
     got = set(flags.select("job_id", "reason").iter_rows())
     assert got == {
-        ("1", "ZERO_UTIL"), ("1", "MEMORY_HELD_IDLE"), ("2", "IDLE_TAIL"),
-        ("3", "MULTINODE_FRAGMENTED"), ("5", "LOW_UTIL"), ("5", "INPUT_BOUND"), ("5", "OVERSIZED"),
+        ("1", "ZERO_UTIL"),
+        ("1", "MEMORY_HELD_IDLE"),
+        ("2", "IDLE_TAIL"),
+        ("3", "MULTINODE_FRAGMENTED"),
+        ("5", "LOW_UTIL"),
+        ("5", "INPUT_BOUND"),
+        ("5", "OVERSIZED"),
         ("5", "DEBUG_OVER_LIMIT"),
     }
     tail = flags.filter(pl.col("reason") == "IDLE_TAIL").row(0, named=True)

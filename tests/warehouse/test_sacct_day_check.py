@@ -37,8 +37,9 @@ def site(root: Path, limit: float) -> Path:
 
 def run(config: Path):
     resource = CardhoursResource(config_path=str(config))
-    return materialize([raw_slurm_sacct], partition_key=PARTITION, resources={"cardhours": resource},
-                       raise_on_error=False)
+    return materialize(
+        [raw_slurm_sacct], partition_key=PARTITION, resources={"cardhours": resource}, raise_on_error=False
+    )
 
 
 def test_one_bad_row_in_ten_lands_the_day_under_a_generous_limit(tmp_path: Path) -> None:

@@ -41,9 +41,16 @@ from transforms import (
 from warehouse import connect
 
 SQL_TYPES = {
-    pl.String(): "VARCHAR", pl.Int16(): "SMALLINT", pl.Int32(): "INTEGER", pl.Int64(): "BIGINT",
-    pl.Float64(): "DOUBLE", pl.Boolean(): "BOOLEAN", pl.Date(): "DATE", pl.Datetime("us"): "TIMESTAMP",
-    pl.Binary(): "BLOB", pl.List(pl.String()): "VARCHAR[]",
+    pl.String(): "VARCHAR",
+    pl.Int16(): "SMALLINT",
+    pl.Int32(): "INTEGER",
+    pl.Int64(): "BIGINT",
+    pl.Float64(): "DOUBLE",
+    pl.Boolean(): "BOOLEAN",
+    pl.Date(): "DATE",
+    pl.Datetime("us"): "TIMESTAMP",
+    pl.Binary(): "BLOB",
+    pl.List(pl.String()): "VARCHAR[]",
 }
 DAY, MONTH = (("day", "DATE"),), (("month", "DATE"),)
 # A closed ledger row: the close's time, the row's place and hash in the chain (cardhours/ledger_chain.py).
@@ -122,6 +129,10 @@ def test_the_migrations_build_the_declared_columns(warehouse: duckdb.DuckDBPyCon
 
 
 def test_every_table_has_a_declaration(warehouse: duckdb.DuckDBPyConnection) -> None:
-    tables = {f"{s}.{t}" for s, t in warehouse.execute(
-        "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema <> 'main'").fetchall()}
+    tables = {
+        f"{s}.{t}"
+        for s, t in warehouse.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema <> 'main'"
+        ).fetchall()
+    }
     assert tables == {c.table for c in CONTRACTS} | DDL_ONLY

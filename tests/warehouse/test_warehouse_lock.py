@@ -38,8 +38,14 @@ def holder(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, Path]]:
     database = tmp_path / "wh" / "cardhours.duckdb"
     with connect(database):
         pass
-    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(database), "cardhours run --month 2026-08"],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env(), cwd=ROOT)
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(database), "cardhours run --month 2026-08"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+    )
     assert process.stdout is not None and process.stdout.readline().strip() == "held"
     yield process, database
     if process.poll() is None:
@@ -57,27 +63,48 @@ def test_a_second_process_is_refused_naming_the_holder(holder) -> None:
     assert str(refused.value) == (
         f"warehouse {database} is busy: cardhours run --month 2026-08 since {info['since']}, PID {process.pid} "
         f"on {socket.gethostname()}; wait for it to finish and try again (if it hangs, stop that process: "
-        "the lock goes with it)")
+        "the lock goes with it)"
+    )
     assert not held_here(database)
 
 
 def test_cardhours_close_in_another_process_gets_the_busy_message(holder, tmp_path: Path) -> None:
     process, database = holder
     config = make_site(tmp_path)  # its warehouse: tmp_path/wh/cardhours.duckdb, the holder's
-    close = subprocess.run([sys.executable, "-m", "cardhours.cli", "close", "--config", str(config), "--month", "2026-08"],
-                           capture_output=True, text=True, env={**_env(), "COLUMNS": "400"}, cwd=ROOT, timeout=120)
+    close = subprocess.run(
+        [sys.executable, "-m", "cardhours.cli", "close", "--config", str(config), "--month", "2026-08"],
+        capture_output=True,
+        text=True,
+        env={**_env(), "COLUMNS": "400"},
+        cwd=ROOT,
+        timeout=120,
+    )
     assert close.returncode == 75, close.stderr
     assert f"not closed: warehouse {database} is busy: cardhours run --month 2026-08 since " in close.stderr
     assert f", PID {process.pid} on {socket.gethostname()}; wait for it to finish and try again" in close.stderr
     assert "IOException" not in close.stderr and "Traceback" not in close.stderr
-    run = subprocess.run([sys.executable, "-m", "cardhours.cli", "run", "--config", str(config), "--month", "2026-08"],
-                         capture_output=True, text=True, env={**_env(), "COLUMNS": "400"}, cwd=ROOT, timeout=120)
-    assert run.returncode == 75 and f"not run: warehouse {database} is busy: cardhours run --month 2026-08" in run.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "cardhours.cli", "run", "--config", str(config), "--month", "2026-08"],
+        capture_output=True,
+        text=True,
+        env={**_env(), "COLUMNS": "400"},
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert (
+        run.returncode == 75 and f"not run: warehouse {database} is busy: cardhours run --month 2026-08" in run.stderr
+    )
     process.stdin.write("\n")
     process.stdin.flush()
     assert process.wait(timeout=30) == 0
-    verify = subprocess.run([sys.executable, "-m", "cardhours.cli", "ledger", "verify", "--config", str(config)],
-                            capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=120)
+    verify = subprocess.run(
+        [sys.executable, "-m", "cardhours.cli", "ledger", "verify", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+        timeout=120,
+    )
     assert verify.returncode == 0 and f"ledger ok: no closed months in {database}" in verify.stdout
 
 
@@ -100,8 +127,15 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path: Path) -> None:
             assert json.loads(lock_path(database).read_text())["what"] == "cardhours run --month 2026-08"
         assert held_here(database)
     assert not held_here(database)
-    taken = subprocess.run([sys.executable, "-c", HOLDER, str(database), "later"], input="\n", capture_output=True,
-                           text=True, env=_env(), cwd=ROOT, timeout=60)
+    taken = subprocess.run(
+        [sys.executable, "-c", HOLDER, str(database), "later"],
+        input="\n",
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+        timeout=60,
+    )
     assert taken.returncode == 0 and taken.stdout.strip() == "held"
 
 
@@ -114,5 +148,6 @@ def test_a_dagster_run_while_another_process_holds_the_warehouse_fails_naming_it
     result = job.execute_in_process(partition_key="2026-08-01", raise_on_error=False)
     assert not result.success
     assert _failure_text(result).startswith(
-        f"resources: warehouse.lock.WarehouseBusy: warehouse {database} is busy: cardhours run --month 2026-08 since ")
+        f"resources: warehouse.lock.WarehouseBusy: warehouse {database} is busy: cardhours run --month 2026-08 since "
+    )
     assert f"PID {process.pid} on {socket.gethostname()}" in _failure_text(result)

@@ -82,6 +82,8 @@ def gib(column: str) -> pl.Expr:
 
 def judged(thresholds: Thresholds) -> pl.Expr:
     """Runs whose activity is judged: measured (utilization present) and at least the minimum runtime."""
-    return pl.col("utilization").is_not_null() & (
-        pl.col("elapsed_seconds") >= thresholds.min_runtime_minutes * 60.0
-    ) & (pl.col("gpu_hours") > 0)
+    return (
+        pl.col("utilization").is_not_null()
+        & (pl.col("elapsed_seconds") >= thresholds.min_runtime_minutes * 60.0)
+        & (pl.col("gpu_hours") > 0)
+    )

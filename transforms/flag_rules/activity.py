@@ -27,7 +27,9 @@ def zero_util(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     and GR_ENGINE_ACTIVE stay below ``busy_engine_threshold``: high."""
     detail = pl.format(
         "{} averaged {}% over {} GPU-hours ({} GPU-hours at zero activity)",
-        pl.col("utilization_signal"), pct("utilization", 2), pl.col("gpu_hours").round(2),
+        pl.col("utilization_signal"),
+        pct("utilization", 2),
+        pl.col("gpu_hours").round(2),
         pl.col("zero_util_gpu_hours").round(2),
     )
     return emit(jobs.filter(is_zero_util(t)), "ZERO_UTIL", detail, IDLE)
@@ -51,7 +53,10 @@ def low_util(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     limit = pl.when(high).then(pl.lit(t.low_util_high)).otherwise(pl.lit(t.low_util_medium))
     detail = pl.format(
         "{} averaged {}% (below {}%) over {} GPU-hours; {} idle GPU-hours",
-        pl.col("utilization_signal"), pct("utilization"), pct(limit, 0), pl.col("gpu_hours").round(2),
+        pl.col("utilization_signal"),
+        pct("utilization"),
+        pct(limit, 0),
+        pl.col("gpu_hours").round(2),
         IDLE.round(2),
     )
     severity = pl.when(high).then(pl.lit("high")).otherwise(pl.lit("medium"))
@@ -68,8 +73,12 @@ def memory_held_idle(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     )
     detail = pl.format(
         "held {} GiB of the card's {} GiB on average ({}%, peak {} GiB) while {} averaged {}%",
-        gib("mean_fb_used_mib"), gib("card_memory_mib"), pct("held_fraction"), gib("peak_fb_used_mib"),
-        pl.col("utilization_signal"), pct("utilization", 2),
+        gib("mean_fb_used_mib"),
+        gib("card_memory_mib"),
+        pct("held_fraction"),
+        gib("peak_fb_used_mib"),
+        pl.col("utilization_signal"),
+        pct("utilization", 2),
     )
     return emit(jobs.filter(rule), "MEMORY_HELD_IDLE", detail, IDLE)
 
@@ -89,7 +98,9 @@ def busy_engine_idle_sms(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     rule = is_busy_engine_idle_sms(t)
     detail = pl.format(
         "SM active {}% while GPU_UTIL reads {}% and GR_ENGINE_ACTIVE {}%",
-        pct("mean_sm_active", 2), pct("mean_gpu_util"), pct("mean_gr_engine_active"),
+        pct("mean_sm_active", 2),
+        pct("mean_gpu_util"),
+        pct("mean_gr_engine_active"),
     )
     return emit(jobs.filter(rule), "BUSY_ENGINE_IDLE_SMS", detail, IDLE)
 
@@ -104,15 +115,20 @@ def input_bound(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     sm_per_engine = pl.when(engine > 0).then(sm / engine)
     rule = (
         judged(t)
-        & engine.is_not_null() & sm.is_not_null()
-        & (engine >= t.input_bound_min_activity) & (engine < t.input_bound_max_activity)
+        & engine.is_not_null()
+        & sm.is_not_null()
+        & (engine >= t.input_bound_min_activity)
+        & (engine < t.input_bound_max_activity)
         & (sm_per_engine >= t.input_bound_min_sm_per_engine)
         & (pl.col("steady_share").fill_null(0.0) >= t.input_bound_min_steady_share)
     )
     detail = pl.format(
         "graphics engine busy {}% of the time and SMs active {}% ({}% of the busy time): "
         "compute bursts between idle gaps, steady in {}% of the measured samples",
-        pct(engine), pct(sm), pct(sm_per_engine, 0), pct("steady_share", 0),
+        pct(engine),
+        pct(sm),
+        pct(sm_per_engine, 0),
+        pct("steady_share", 0),
     )
     return emit(jobs.filter(rule), "INPUT_BOUND", detail, IDLE)
 

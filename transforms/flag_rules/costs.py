@@ -17,13 +17,16 @@ import polars as pl
 from transforms.dated_cost import undated_segments, with_dated_cost
 from transforms.price_segments import held_interval
 
-def with_idle_cost(frame: pl.DataFrame, prices: pl.DataFrame | Mapping[str, float], currency: str,
-                   month: date) -> pl.DataFrame:
+
+def with_idle_cost(
+    frame: pl.DataFrame, prices: pl.DataFrame | Mapping[str, float], currency: str, month: date
+) -> pl.DataFrame:
     """``frame`` (runs of ``month`` as fct_job_usage has them) plus ``idle_cost`` (null without
     a price) and ``currency``. ``prices``: price segments (``dated_cost.SEGMENT_SCHEMA``, e.g.
     ``cardhours.config.rates.price_frame``), or one price per model for all time."""
     segments = prices if isinstance(prices, pl.DataFrame) else undated_segments(prices)
     segments = segments.with_columns(pl.col("list_unit_price").cast(pl.Float64))
-    priced = with_dated_cost(held_interval(frame, datetime.combine(month, datetime.min.time())), segments,
-                             {"idle_cost": "idle_gpu_hours"})
+    priced = with_dated_cost(
+        held_interval(frame, datetime.combine(month, datetime.min.time())), segments, {"idle_cost": "idle_gpu_hours"}
+    )
     return priced.with_columns(currency=pl.lit(currency))

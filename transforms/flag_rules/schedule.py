@@ -17,13 +17,17 @@ def idle_tail(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     tail = pl.col("tail_zero_hours").fill_null(0.0)
     worked_first = tail < pl.col("run_seconds") / 3600.0 - 1e-9
     rule = (
-        (tail >= t.idle_tail_hours) & (tail > 0) & worked_first
-        & ~is_zero_util(t).fill_null(False) & ~is_busy_engine_idle_sms(t).fill_null(False)
+        (tail >= t.idle_tail_hours)
+        & (tail > 0)
+        & worked_first
+        & ~is_zero_util(t).fill_null(False)
+        & ~is_busy_engine_idle_sms(t).fill_null(False)
     )
     wasted = tail * pl.col("gpus")
     detail = pl.format(
         "the last {} h before the job ended were at zero activity on all its GPUs ({} GPU-hours)",
-        num(tail, 1), num(wasted, 2),
+        num(tail, 1),
+        num(wasted, 2),
     )
     return emit(jobs.filter(rule), "IDLE_TAIL", detail, wasted)
 
@@ -52,24 +56,42 @@ def debug_over_limit(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     had more than ``debug_max_concurrent_jobs`` debug runs at once: medium.
     Wasted: GPU-hours past the time limit (0 for the concurrency part)."""
     debug = jobs.filter(
-        (pl.col("partition_name") == t.debug_partition) & pl.col("start_time").is_not_null() & (pl.col("run_seconds") > 0)
+        (pl.col("partition_name") == t.debug_partition)
+        & pl.col("start_time").is_not_null()
+        & (pl.col("run_seconds") > 0)
     )
     concurrency = _over_concurrency(debug, t.debug_max_concurrent_jobs)
     limit_s = t.debug_max_hours * 3600.0
-    frame = debug.join(concurrency, on="_run", how="left").with_columns(
-        _long=pl.col("run_seconds") > limit_s,
-        _many=pl.col("concurrent_debug_jobs").is_not_null(),
-    ).filter(pl.col("_long") | pl.col("_many"))
-    long_text = pl.when(pl.col("_long")).then(pl.format(
-        "ran {} h in partition {} (limit {} h)", num(pl.col("run_seconds") / 3600.0, 1),
-        pl.col("partition_name"), pl.lit(t.debug_max_hours)))
-    many_text = pl.when(pl.col("_many")).then(pl.format(
-        "user {} had {} debug jobs running at once (limit {})", pl.col("user_name"),
-        pl.col("concurrent_debug_jobs"), pl.lit(t.debug_max_concurrent_jobs)))
+    frame = (
+        debug.join(concurrency, on="_run", how="left")
+        .with_columns(
+            _long=pl.col("run_seconds") > limit_s,
+            _many=pl.col("concurrent_debug_jobs").is_not_null(),
+        )
+        .filter(pl.col("_long") | pl.col("_many"))
+    )
+    long_text = pl.when(pl.col("_long")).then(
+        pl.format(
+            "ran {} h in partition {} (limit {} h)",
+            num(pl.col("run_seconds") / 3600.0, 1),
+            pl.col("partition_name"),
+            pl.lit(t.debug_max_hours),
+        )
+    )
+    many_text = pl.when(pl.col("_many")).then(
+        pl.format(
+            "user {} had {} debug jobs running at once (limit {})",
+            pl.col("user_name"),
+            pl.col("concurrent_debug_jobs"),
+            pl.lit(t.debug_max_concurrent_jobs),
+        )
+    )
     detail = pl.concat_str([long_text, many_text], separator="; ", ignore_nulls=True)
-    over_hours = pl.when(pl.col("_long")).then(
-        pl.min_horizontal((pl.col("run_seconds") - limit_s) / 3600.0 * pl.col("gpus"), pl.col("gpu_hours"))
-    ).otherwise(0.0)
+    over_hours = (
+        pl.when(pl.col("_long"))
+        .then(pl.min_horizontal((pl.col("run_seconds") - limit_s) / 3600.0 * pl.col("gpus"), pl.col("gpu_hours")))
+        .otherwise(0.0)
+    )
     return emit(frame, "DEBUG_OVER_LIMIT", detail, over_hours)
 
 

@@ -55,15 +55,27 @@ def oversized(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     ``oversized_headroom``, fit a MIG slice below the whole card: low.
     Wasted: the GPU-hours the slice would have left to others (1 - slices/7)."""
     name, slices = smallest_profile(t.oversized_headroom)
-    candidates = jobs.filter(
-        judged(t) & ~is_zero_util(t) & whole_gpus() & (pl.col("gpus") == 1.0)
-        & (pl.col("utilization") < t.oversized_max_utilization)
-        & pl.col("peak_fb_used_mib").is_not_null() & (pl.col("card_memory_mib") > 0)
-    ).with_columns(_profile=name, _slices=slices).filter(pl.col("_profile").is_not_null())
+    candidates = (
+        jobs.filter(
+            judged(t)
+            & ~is_zero_util(t)
+            & whole_gpus()
+            & (pl.col("gpus") == 1.0)
+            & (pl.col("utilization") < t.oversized_max_utilization)
+            & pl.col("peak_fb_used_mib").is_not_null()
+            & (pl.col("card_memory_mib") > 0)
+        )
+        .with_columns(_profile=name, _slices=slices)
+        .filter(pl.col("_profile").is_not_null())
+    )
     detail = pl.format(
         "{} {}% and peak memory {} GiB of the card's {} GiB: fits a {} MIG slice ({}/7 of the compute)",
-        pl.col("utilization_signal"), pct("utilization"), gib("peak_fb_used_mib"), gib("card_memory_mib"),
-        pl.col("_profile"), pl.col("_slices"),
+        pl.col("utilization_signal"),
+        pct("utilization"),
+        gib("peak_fb_used_mib"),
+        gib("card_memory_mib"),
+        pl.col("_profile"),
+        pl.col("_slices"),
     )
     recommendation = pl.format("Would fit a MIG slice: request {} instead of a whole GPU.", pl.col("_profile"))
     wasted = pl.col("gpu_hours") * (1.0 - pl.col("_slices") / MIG_COMPUTE_SLICES)
@@ -88,24 +100,46 @@ def oversized_mig(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     current_eighths = current.replace_strict(eighths, default=None, return_dtype=pl.Int64)
     slices = pl.lit(None, pl.Int64)
     for shape_slices, shape_eighths in reversed(MIG_SHAPES):
-        fits = ((current > shape_slices) & (shape_eighths <= current_eighths)
-                & (pl.col("utilization") * current * t.oversized_headroom <= shape_slices)
-                & (pl.col("peak_fb_used_mib") * t.oversized_headroom
-                   <= pl.col("card_memory_mib") * shape_eighths / current_eighths))
+        fits = (
+            (current > shape_slices)
+            & (shape_eighths <= current_eighths)
+            & (pl.col("utilization") * current * t.oversized_headroom <= shape_slices)
+            & (
+                pl.col("peak_fb_used_mib") * t.oversized_headroom
+                <= pl.col("card_memory_mib") * shape_eighths / current_eighths
+            )
+        )
         slices = pl.when(fits).then(pl.lit(shape_slices, pl.Int64)).otherwise(slices)
-    one_instance = ((pl.col("gpus") * MIG_COMPUTE_SLICES - current).abs() < 1e-6)
-    candidates = jobs.filter(
-        judged(t) & ~is_zero_util(t) & ~whole_gpus() & current.is_not_null() & current_eighths.is_not_null()
-        & one_instance & (pl.col("utilization") < t.oversized_max_utilization)
-        & pl.col("peak_fb_used_mib").is_not_null() & (pl.col("card_memory_mib") > 0)
-    ).with_columns(_slices=slices, _current=current).filter(pl.col("_slices").is_not_null())
+    one_instance = (pl.col("gpus") * MIG_COMPUTE_SLICES - current).abs() < 1e-6
+    candidates = (
+        jobs.filter(
+            judged(t)
+            & ~is_zero_util(t)
+            & ~whole_gpus()
+            & current.is_not_null()
+            & current_eighths.is_not_null()
+            & one_instance
+            & (pl.col("utilization") < t.oversized_max_utilization)
+            & pl.col("peak_fb_used_mib").is_not_null()
+            & (pl.col("card_memory_mib") > 0)
+        )
+        .with_columns(_slices=slices, _current=current)
+        .filter(pl.col("_slices").is_not_null())
+    )
     detail = pl.format(
         "{} {}% and peak memory {} GiB of the {} instance's {} GiB: fits a {}g slice ({}/{} of its compute)",
-        pl.col("utilization_signal"), pct("utilization"), gib("peak_fb_used_mib"), pl.col("mig_profile"),
-        gib("card_memory_mib"), pl.col("_slices"), pl.col("_slices"), pl.col("_current"),
+        pl.col("utilization_signal"),
+        pct("utilization"),
+        gib("peak_fb_used_mib"),
+        pl.col("mig_profile"),
+        gib("card_memory_mib"),
+        pl.col("_slices"),
+        pl.col("_slices"),
+        pl.col("_current"),
     )
-    recommendation = pl.format("Would fit a smaller MIG slice: request a {}g profile instead of {}.",
-                               pl.col("_slices"), pl.col("mig_profile"))
+    recommendation = pl.format(
+        "Would fit a smaller MIG slice: request a {}g profile instead of {}.", pl.col("_slices"), pl.col("mig_profile")
+    )
     wasted = pl.col("gpu_hours") * (1.0 - pl.col("_slices") / pl.col("_current"))
     return emit(candidates, "OVERSIZED", detail, wasted, recommendation=recommendation)
 
@@ -117,7 +151,10 @@ def multinode_fragmented(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     rule = whole_gpus() & (pl.col("gpu_hours") > 0) & (pl.col("gpus_per_node") > 0) & (pl.col("n_hosts") > needed)
     detail = pl.format(
         "{} GPUs spread over {} hosts; {} host(s) of {} GPUs would hold them",
-        pl.col("gpus").round(0).cast(pl.Int64), pl.col("n_hosts"), needed.cast(pl.Int64), pl.col("gpus_per_node"),
+        pl.col("gpus").round(0).cast(pl.Int64),
+        pl.col("n_hosts"),
+        needed.cast(pl.Int64),
+        pl.col("gpus_per_node"),
     )
     return emit(jobs.filter(rule), "MULTINODE_FRAGMENTED", detail, pl.lit(0.0))
 

@@ -23,7 +23,9 @@ from cardhours.simulate.om_writer import LABELS, SERIES_ORDER
 
 WORKLOAD = ("pod", "namespace", "container")
 OM_LABELS: dict[str, str] = {
-    **LABELS, "job": "lbl_job", **{name: f"lbl_{name}" for name in WORKLOAD},
+    **LABELS,
+    "job": "lbl_job",
+    **{name: f"lbl_{name}" for name in WORKLOAD},
     **{f"exported_{name}": f"lbl_exported_{name}" for name in WORKLOAD},
 }
 OM_SERIES_ORDER = [*SERIES_ORDER[:-1], "lbl_pod", "lbl_exported_pod", SERIES_ORDER[-1]]
@@ -39,11 +41,13 @@ def host_frame() -> pl.DataFrame:
         job = SCRAPE_JOB[style]
         extra = {"job": job}
         if style == "exported":
-            extra |= {"pod": f"dcgm-exporter-{host}", "namespace": EXPORTER_NAMESPACE,
-                      "container": EXPORTER_CONTAINER}
+            extra |= {"pod": f"dcgm-exporter-{host}", "namespace": EXPORTER_NAMESPACE, "container": EXPORTER_CONTAINER}
         rows.append((host, style == "exported", job, json.dumps(extra, sort_keys=True, separators=(",", ":"))))
-    return pl.DataFrame(rows, schema={"hostname": pl.String, "renamed": pl.Boolean, "lbl_job": pl.String,
-                                      "extra_labels": pl.String}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={"hostname": pl.String, "renamed": pl.Boolean, "lbl_job": pl.String, "extra_labels": pl.String},
+        orient="row",
+    )
 
 
 def label_samples(samples: pl.DataFrame, pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -51,17 +55,22 @@ def label_samples(samples: pl.DataFrame, pods: pl.DataFrame) -> tuple[pl.DataFra
 
     ``pods``: ``marker, pod, namespace, container`` (one row per pod)."""
     hosts = host_frame()
-    joined = (samples.drop("pod", "namespace", "container", "extra_labels")
-              .join(pods.rename({"marker": "hpc_job"}), on="hpc_job", how="left", maintain_order="left")
-              .join(hosts, on="hostname", how="left", maintain_order="left"))
+    joined = (
+        samples.drop("pod", "namespace", "container", "extra_labels")
+        .join(pods.rename({"marker": "hpc_job"}), on="hpc_job", how="left", maintain_order="left")
+        .join(hosts, on="hostname", how="left", maintain_order="left")
+    )
     unknown = joined.filter(pl.col("hpc_job").is_not_null() & pl.col("pod").is_null())
     if unknown.height or joined["lbl_job"].null_count():
         raise ValueError("samples on hosts outside the Kubernetes pool or of unknown pods")
     joined = joined.with_columns(pl.lit(None, pl.String).alias("hpc_job"))
     raw = joined.select(list(RAW_SAMPLE_SCHEMA))
     renamed = pl.col("renamed")
-    exporter = {"pod": pl.concat_str(pl.lit("dcgm-exporter-"), "hostname"), "namespace": pl.lit(EXPORTER_NAMESPACE),
-                "container": pl.lit(EXPORTER_CONTAINER)}
+    exporter = {
+        "pod": pl.concat_str(pl.lit("dcgm-exporter-"), "hostname"),
+        "namespace": pl.lit(EXPORTER_NAMESPACE),
+        "container": pl.lit(EXPORTER_CONTAINER),
+    }
     om = joined.with_columns(
         *[pl.when(renamed).then(exporter[n]).otherwise(pl.col(n)).alias(f"lbl_{n}") for n in WORKLOAD],
         *[pl.when(renamed).then(pl.col(n)).alias(f"lbl_exported_{n}") for n in WORKLOAD],

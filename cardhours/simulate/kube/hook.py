@@ -18,8 +18,9 @@ from cardhours.simulate.om_writer import OpenMetricsWriter
 STATE_FILE, TRUTH_FILE = "kube_state.om", "truth_pods.parquet"
 
 
-def start(enabled: bool, cluster: str, first: date, days: int, step_seconds: int, seed: int,
-          org: Org) -> KubeSimulation | None:
+def start(
+    enabled: bool, cluster: str, first: date, days: int, step_seconds: int, seed: int, org: Org
+) -> KubeSimulation | None:
     return KubeSimulation(cluster, first, days, step_seconds, seed, org) if enabled else None
 
 

@@ -25,10 +25,21 @@ def notebooks(pool: SlotPool, rng: np.random.Generator, window: int, team_depart
     for i, ending in enumerate(NOTEBOOK_ENDS):
         created = int(rng.integers(60, max(120, window // 5)))
         labels = {"label_team": team_department, "label_app": "jupyter"} if i == 0 else {"label_app": "jupyter"}
-        pod = Pod(name=f"jupyter-{suffix(rng, 6)}", namespace="debug", owner_kind=NO_OWNER, owner_name=NO_OWNER,
-                  container="notebook", resource="nvidia_com_gpu", count=1, kind="idle", created=created,
-                  labels=labels, department=team_department if i == 0 else "unmapped",
-                  department_source="pod_label" if i == 0 else "unmapped", scenario="notebook")
+        pod = Pod(
+            name=f"jupyter-{suffix(rng, 6)}",
+            namespace="debug",
+            owner_kind=NO_OWNER,
+            owner_name=NO_OWNER,
+            container="notebook",
+            resource="nvidia_com_gpu",
+            count=1,
+            kind="idle",
+            created=created,
+            labels=labels,
+            department=team_department if i == 0 else "unmapped",
+            department_source="pod_label" if i == 0 else "unmapped",
+            scenario="notebook",
+        )
         run = None if ending == "open" else int((window - created) * rng.uniform(0.5, 0.9))
         slots = pool.free(created + 2)[:1]
         bind(pod, rng, created + 2, slots, run, window)
@@ -48,9 +59,19 @@ def sandbox(pool: SlotPool, rng: np.random.Generator, window: int) -> list[Pod]:
     t = int(rng.integers(600, 3 * HOUR))
     while t < window:
         size = int(rng.choice([1, 2, 4]))
-        pod = Pod(name=f"sandbox-{suffix(rng, 6)}", namespace="sandbox", owner_kind=NO_OWNER, owner_name=NO_OWNER,
-                  container="main", resource="nvidia_com_gpu", count=size, kind=str(rng.choice(["dense", "hog"])),
-                  created=t, completion_time=True, scenario="sandbox")
+        pod = Pod(
+            name=f"sandbox-{suffix(rng, 6)}",
+            namespace="sandbox",
+            owner_kind=NO_OWNER,
+            owner_name=NO_OWNER,
+            container="main",
+            resource="nvidia_com_gpu",
+            count=size,
+            kind=str(rng.choice(["dense", "hog"])),
+            created=t,
+            completion_time=True,
+            scenario="sandbox",
+        )
         placed = pool.earliest(t + 1, [size])
         if placed is None or placed[0] >= window:
             pods.append(pod)  # never scheduled inside the window: Pending to the end

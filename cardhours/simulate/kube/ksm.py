@@ -7,6 +7,8 @@ timestamp metrics hold Unix seconds, ``kube_pod_status_phase`` has one 0/1 serie
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from cardhours.simulate.kube.om_text import Series
 from cardhours.simulate.kube.pods import Pod
 
@@ -29,8 +31,9 @@ def _node(pod: Pod) -> str:
     return pod.instances[0][0] if pod.instances else ""
 
 
-def _split_by_node(pod: Pod, metric: str, labels: dict[str, str], value: float, end: int,
-                   node_key: str) -> list[Series]:
+def _split_by_node(
+    pod: Pod, metric: str, labels: dict[str, str], value: float, end: int, node_key: str
+) -> list[Series]:
     """One series while Pending (node="") and one once bound."""
     out = []
     bound = pod.scheduled if pod.scheduled is not None else end
@@ -45,8 +48,15 @@ def pod_series(pod: Pod, window: int, origin: int) -> list[Series]:
     """Every kube-state-metrics series of one pod; ``origin`` is the window start (Unix s)."""
     end = pod.deleted if pod.deleted is not None else window
     ids = {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid}
-    info = {**ids, "host_ip": "", "pod_ip": "", "created_by_kind": pod.owner_kind,
-            "created_by_name": pod.owner_name, "priority_class": pod.priority_class, "host_network": "false"}
+    info = {
+        **ids,
+        "host_ip": "",
+        "pod_ip": "",
+        "created_by_kind": pod.owner_kind,
+        "created_by_name": pod.owner_name,
+        "priority_class": pod.priority_class,
+        "host_network": "false",
+    }
     out = _split_by_node(pod, "kube_pod_info", info, 1, end, "node")
     out.append(Series("kube_pod_labels", {**ids, **pod.labels}, [(pod.created, end, 1)]))
     out.append(Series("kube_pod_created", dict(ids), [(pod.created, end, origin + pod.created)]))
@@ -69,12 +79,14 @@ def _phase_series(pod: Pod, ids: dict[str, str], end: int) -> list[Series]:
     bounds = [*changes, end]
     out = []
     for phase in PHASES:
-        segments = [(a, b, 1.0 if pod.phase_at(a) == phase else 0.0) for a, b in zip(bounds, bounds[1:]) if b > a]
+        segments = [(a, b, 1.0 if pod.phase_at(a) == phase else 0.0) for a, b in pairwise(bounds) if b > a]
         out.append(Series("kube_pod_status_phase", {**ids, "phase": phase}, segments))
     return out
 
 
 def namespace_series(labels: dict[str, dict[str, str]], window: int) -> list[Series]:
     """``kube_namespace_labels`` for each namespace (label_* -> value), the whole window."""
-    return [Series("kube_namespace_labels", {"namespace": ns, **lab}, [(0, window, 1)])
-            for ns, lab in sorted(labels.items())]
+    return [
+        Series("kube_namespace_labels", {"namespace": ns, **lab}, [(0, window, 1)])
+        for ns, lab in sorted(labels.items())
+    ]

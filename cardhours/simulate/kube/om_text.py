@@ -27,6 +27,7 @@ class Series:
     def text(self) -> str:
         def escape(value: str) -> str:
             return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
         return self.metric + "{" + ",".join(f'{k}="{escape(v)}"' for k, v in self.labels.items()) + "}"
 
 
@@ -35,17 +36,25 @@ def _value(value: float) -> str:
 
 
 def _lines(batch: list[Series], origin: int, step: int) -> pl.DataFrame:
-    rows = [(i, s.text(), -(-a // step), -(-b // step), _value(v))
-            for i, s in enumerate(batch) for a, b, v in s.segments if b > a]
-    frame = pl.DataFrame(rows, schema={"i": pl.Int64, "head": pl.String, "k0": pl.Int64, "k1": pl.Int64,
-                                       "value": pl.String}, orient="row")
+    rows = [
+        (i, s.text(), -(-a // step), -(-b // step), _value(v))
+        for i, s in enumerate(batch)
+        for a, b, v in s.segments
+        if b > a
+    ]
+    frame = pl.DataFrame(
+        rows,
+        schema={"i": pl.Int64, "head": pl.String, "k0": pl.Int64, "k1": pl.Int64, "value": pl.String},
+        orient="row",
+    )
     frame = frame.filter(pl.col("k1") > pl.col("k0")).with_columns(k=pl.int_ranges("k0", "k1")).explode("k")
     stamp = (pl.col("k") * step + origin).cast(pl.String)
     return frame.sort("i", "k").select(pl.concat_str("head", pl.lit(" "), "value", pl.lit(" "), stamp).alias("line"))
 
 
-def write_openmetrics(path: Path, families: dict[str, tuple[str, str]], series: Iterable[Series],
-                      origin: int, step: int) -> int:
+def write_openmetrics(
+    path: Path, families: dict[str, tuple[str, str]], series: Iterable[Series], origin: int, step: int
+) -> int:
     """Write ``series`` grouped by family (in ``families`` order: name -> (type, help)),
     ``origin`` the window start in Unix seconds; returns the number of samples written."""
     by_family: dict[str, list[Series]] = {name: [] for name in families}
@@ -60,7 +69,7 @@ def write_openmetrics(path: Path, families: dict[str, tuple[str, str]], series: 
             out.write(f"# HELP {name} {text}\n# TYPE {name} {kind}\n".encode())
             members = by_family[name]
             for lo in range(0, len(members), BATCH_SERIES):
-                lines = _lines(members[lo:lo + BATCH_SERIES], origin, step)
+                lines = _lines(members[lo : lo + BATCH_SERIES], origin, step)
                 lines.write_csv(out, include_header=False, quote_style="never")
                 written += lines.height
         out.write(b"# EOF\n")

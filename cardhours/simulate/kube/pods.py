@@ -83,8 +83,7 @@ def suffix(rng: np.random.Generator, n: int = 5) -> str:
     return "".join(_ALPHABET[i] for i in rng.integers(0, len(_ALPHABET), n))
 
 
-def bind(pod: Pod, rng: np.random.Generator, t: int, slots: list[Slot], run_seconds: int | None,
-         window: int) -> Pod:
+def bind(pod: Pod, rng: np.random.Generator, t: int, slots: list[Slot], run_seconds: int | None, window: int) -> Pod:
     """Schedule ``pod`` at ``t`` on ``slots``: started a few seconds later, running
     ``run_seconds`` (None: past the window end); end and deletion past the window become None."""
     pod.scheduled = t

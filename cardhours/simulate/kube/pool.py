@@ -39,8 +39,14 @@ INVENTORY_SEED_SALT = 0x6B75_6265  # "kube": other UUIDs than the Slurm nodes'
 def kube_nodes(first_index: int) -> tuple[Node, ...]:
     """The pool's nodes, numbered after the Slurm nodes."""
     return tuple(
-        Node(index=first_index + i, hostname=host, model=MODELS[model], mig_layout=MIG_LAYOUT if mig else None,
-             nvlink_domain=f"knvl-{i + 1:03d}", switch_group=switch)
+        Node(
+            index=first_index + i,
+            hostname=host,
+            model=MODELS[model],
+            mig_layout=MIG_LAYOUT if mig else None,
+            nvlink_domain=f"knvl-{i + 1:03d}",
+            switch_group=switch,
+        )
         for i, (host, model, mig, switch, _) in enumerate(POOL)
     )
 
@@ -70,8 +76,9 @@ class SlotPool:
 
     def free(self, t: int, profile: str | None = None, host: str | None = None) -> list[Slot]:
         """Slots free at ``t`` with this profile (None: whole GPUs), optionally on one host."""
-        return [s for s, p in self.slots.items()
-                if p == profile and self.free_at[s] <= t and (host is None or s[0] == host)]
+        return [
+            s for s, p in self.slots.items() if p == profile and self.free_at[s] <= t and (host is None or s[0] == host)
+        ]
 
     def hosts(self) -> list[str]:
         return sorted({s[0] for s in self.slots})

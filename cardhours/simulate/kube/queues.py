@@ -58,10 +58,14 @@ def kueue_series(jobs: list[TrainingJob], quota_gpus: int, window: int) -> list[
         Series("kueue_pending_workloads", {**cq, "status": "inadmissible"}, [(0, window, 0.0)]),
         Series("kueue_cluster_queue_resource_usage", resource, _steps(usage, window)),
         Series("kueue_cluster_queue_nominal_quota", resource, [(0, window, float(quota_gpus))]),
-        Series("kueue_admission_wait_time_seconds_sum", dict(cq),
-               _steps([(j.admitted, float(j.admitted - j.submit)) for j in admitted], window)),
-        Series("kueue_admission_wait_time_seconds_count", dict(cq),
-               _steps([(j.admitted, 1.0) for j in admitted], window)),
+        Series(
+            "kueue_admission_wait_time_seconds_sum",
+            dict(cq),
+            _steps([(j.admitted, float(j.admitted - j.submit)) for j in admitted], window),
+        ),
+        Series(
+            "kueue_admission_wait_time_seconds_count", dict(cq), _steps([(j.admitted, 1.0) for j in admitted], window)
+        ),
         *_wait_buckets(admitted, cq, window),
     ]
 
@@ -84,6 +88,11 @@ def volcano_series(jobs: list[TrainingJob], window: int) -> list[Series]:
         gone = [p.deleted for p in job.pods]
         end = window if any(d is None for d in gone) else max(d for d in gone if d is not None)
         labels = {"job_name": job.name, "queue": VOLCANO_QUEUE, "job_namespace": job.namespace}
-        out.append(Series("volcano_e2e_job_scheduling_duration", labels,
-                          [(job.admitted, end, 1000.0 * (job.admitted - job.submit))]))
+        out.append(
+            Series(
+                "volcano_e2e_job_scheduling_duration",
+                labels,
+                [(job.admitted, end, 1000.0 * (job.admitted - job.submit))],
+            )
+        )
     return out

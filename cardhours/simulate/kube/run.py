@@ -43,11 +43,15 @@ class KubeSimulation:
         keys = [key for key, _, _ in org.departments]
         self.mapped_department = keys[0]  # namespace ml-research, by config mapping
         self.namespace_department = keys[1 % len(keys)]  # label on namespace inference
-        self.namespace_labels = {"inference": {"label_department": self.namespace_department}, "ml-research": {},
-                                 "ml-vision": {}, "debug": {}, "sandbox": {}}
+        self.namespace_labels = {
+            "inference": {"label_department": self.namespace_department},
+            "ml-research": {},
+            "ml-vision": {},
+            "debug": {},
+            "sandbox": {},
+        }
         rng = np.random.default_rng([seed, 77])
-        self.jobs = training.run_training(SlotPool.of(TRAINING_HOSTS), rng, self.window,
-                                          (keys[0], keys[2 % len(keys)]))
+        self.jobs = training.run_training(SlotPool.of(TRAINING_HOSTS), rng, self.window, (keys[0], keys[2 % len(keys)]))
         self.pods: list[Pod] = self._services(rng, keys[2 % len(keys)])
         interactive_pool = SlotPool.of(("kgpu-004",))
         self.pods += interactive.notebooks(interactive_pool, rng, self.window, keys[-1])
@@ -55,22 +59,62 @@ class KubeSimulation:
         self.pods += [pod for job in self.jobs for pod in job.pods]
         self.inventory = kube_inventory(cluster, seed)
         self.allocations = pod_allocations(self.pods, self.origin, seed)
-        self.markers = pl.DataFrame({
-            "marker": [marker(i) for i in range(len(self.pods))], "pod": [p.name for p in self.pods],
-            "namespace": [p.namespace for p in self.pods], "container": [p.container for p in self.pods]})
+        self.markers = pl.DataFrame(
+            {
+                "marker": [marker(i) for i in range(len(self.pods))],
+                "pod": [p.name for p in self.pods],
+                "namespace": [p.namespace for p in self.pods],
+                "container": [p.container for p in self.pods],
+            }
+        )
 
     def _services(self, rng: np.random.Generator, pod_label_department: str) -> list[Pod]:
         ns_dept = self.namespace_department
         whole, mig = SlotPool.of(("kgpu-001",)), SlotPool.of(("kmig-001",))
         plan = [
-            (services.Service("chat-api", "inference", "nvidia_com_gpu", None, "bursty", services.day_night(2, 7, 0),
-                              {"label_app": "chat-api"}, ns_dept, "namespace_label"), whole),
-            (services.Service("embed-api", "inference", "nvidia_com_mig_1g_10gb", "1g.10gb", "tiny",
-                              services.day_night(3, 10, 0), {"label_app": "embed-api"}, ns_dept, "namespace_label"),
-             mig),
-            (services.Service("rerank-api", "inference", "nvidia_com_mig_3g_40gb", "3g.40gb", "bursty",
-                              lambda t: 2, {"label_app": "rerank-api", "label_department": pod_label_department},
-                              pod_label_department, "pod_label", rollout_at=self.window // 2), mig),
+            (
+                services.Service(
+                    "chat-api",
+                    "inference",
+                    "nvidia_com_gpu",
+                    None,
+                    "bursty",
+                    services.day_night(2, 7, 0),
+                    {"label_app": "chat-api"},
+                    ns_dept,
+                    "namespace_label",
+                ),
+                whole,
+            ),
+            (
+                services.Service(
+                    "embed-api",
+                    "inference",
+                    "nvidia_com_mig_1g_10gb",
+                    "1g.10gb",
+                    "tiny",
+                    services.day_night(3, 10, 0),
+                    {"label_app": "embed-api"},
+                    ns_dept,
+                    "namespace_label",
+                ),
+                mig,
+            ),
+            (
+                services.Service(
+                    "rerank-api",
+                    "inference",
+                    "nvidia_com_mig_3g_40gb",
+                    "3g.40gb",
+                    "bursty",
+                    lambda t: 2,
+                    {"label_app": "rerank-api", "label_department": pod_label_department},
+                    pod_label_department,
+                    "pod_label",
+                    rollout_at=self.window // 2,
+                ),
+                mig,
+            ),
         ]
         return [pod for service, pool in plan for pod in services.run_service(service, pool, rng, self.window)]
 
@@ -85,7 +129,9 @@ class KubeSimulation:
         origin = int((self.origin - datetime(1970, 1, 1)).total_seconds())
         series = ksm.namespace_series(self.namespace_labels, self.window)
         series += [s for pod in self.pods for s in ksm.pod_series(pod, self.window, origin)]
-        series += queues.kueue_series(self.jobs, QUOTA_GPUS, self.window) + queues.volcano_series(self.jobs, self.window)
+        series += queues.kueue_series(self.jobs, QUOTA_GPUS, self.window) + queues.volcano_series(
+            self.jobs, self.window
+        )
         written = write_openmetrics(state_path, {**ksm.FAMILIES, **queues.FAMILIES}, series, origin, self.step)
         truth = truth_pods(self.pods, self.cluster, self.origin, self.window, self.step)
         truth.write_parquet(truth_path)
@@ -94,7 +140,18 @@ class KubeSimulation:
     def config_lines(self) -> list[str]:
         """The ``[clusters.kubernetes]`` table and namespace mapping for cardhours.toml (appended at the end)."""
         return [
-            "[clusters.kubernetes]", 'path = "kube_state.om"', f"step_seconds = {self.step}", "", "[clusters.kubernetes.kueue]", "enabled = true", "",
-            "[clusters.kubernetes.volcano]", "enabled = true", "",
-            "[[org.namespaces]]", 'namespace = "ml-research"', f'department = "{self.mapped_department}"', "",
+            "[clusters.kubernetes]",
+            'path = "kube_state.om"',
+            f"step_seconds = {self.step}",
+            "",
+            "[clusters.kubernetes.kueue]",
+            "enabled = true",
+            "",
+            "[clusters.kubernetes.volcano]",
+            "enabled = true",
+            "",
+            "[[org.namespaces]]",
+            'namespace = "ml-research"',
+            f'department = "{self.mapped_department}"',
+            "",
         ]

@@ -36,9 +36,11 @@ class Service:
 
 def day_night(low: int, high: int, start_hour: float) -> Callable[[int], int]:
     """Replicas between ``low`` (04:00 UTC) and ``high`` (16:00 UTC), a cosine over the day."""
+
     def replicas(t: int) -> int:
         hour = (start_hour + t / HOUR) % 24
         return low + round((high - low) * (1 - math.cos(2 * math.pi * (hour - 4) / 24)) / 2)
+
     return replicas
 
 
@@ -77,8 +79,19 @@ def _scale(running: list[Pod], desired: int, t: int, pool: SlotPool) -> None:
 def _new_pod(service: Service, template: str, rng: np.random.Generator, t: int) -> Pod:
     owner = f"{service.name}-{template}"
     return Pod(
-        name=f"{owner}-{suffix(rng)}", namespace=service.namespace, owner_kind="ReplicaSet", owner_name=owner,
-        container="server", resource=service.resource, count=1, kind=service.kind, created=t,
-        labels=dict(service.labels), priority_class="inference", department=service.department,
-        department_source=service.department_source, deployment=service.name, scenario="inference",
+        name=f"{owner}-{suffix(rng)}",
+        namespace=service.namespace,
+        owner_kind="ReplicaSet",
+        owner_name=owner,
+        container="server",
+        resource=service.resource,
+        count=1,
+        kind=service.kind,
+        created=t,
+        labels=dict(service.labels),
+        priority_class="inference",
+        department=service.department,
+        department_source=service.department_source,
+        deployment=service.name,
+        scenario="inference",
     )

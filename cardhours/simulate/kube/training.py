@@ -50,8 +50,9 @@ def _job(rng: np.random.Generator, index: int, t: int) -> tuple[TrainingJob, int
     return job, n_pods, per_pod
 
 
-def _pods(job: TrainingJob, n_pods: int, per_pod: int, departments: tuple[str, str],
-          rng: np.random.Generator) -> list[Pod]:
+def _pods(
+    job: TrainingJob, n_pods: int, per_pod: int, departments: tuple[str, str], rng: np.random.Generator
+) -> list[Pod]:
     mapped, vision = departments
     kind = str(rng.choice(KINDS))
     out = []
@@ -61,20 +62,34 @@ def _pods(job: TrainingJob, n_pods: int, per_pod: int, departments: tuple[str, s
         labels = {QUEUE_LABEL: LOCAL_QUEUE} if job.scheduler == "kueue" else {}
         if job.namespace == "ml-vision":
             labels["label_department"] = vision
-        out.append(Pod(
-            name=f"{job.name}-{role}-{rank}", namespace=job.namespace,
-            owner_kind="PyTorchJob" if job.scheduler == "kueue" else "PodGroup", owner_name=job.name,
-            container="pytorch" if job.scheduler == "kueue" else "trainer", resource="nvidia_com_gpu",
-            count=per_pod, kind=kind, created=job.submit + 1, labels=labels, priority_class="batch",
-            department=vision if job.namespace == "ml-vision" else mapped,
-            department_source="pod_label" if job.namespace == "ml-vision" else "namespace_mapping",
-            queue_name=LOCAL_QUEUE if job.scheduler == "kueue" else None, scheduler=job.scheduler,
-            submit=job.submit, completion_time=job.scheduler == "kueue", scenario="training"))
+        out.append(
+            Pod(
+                name=f"{job.name}-{role}-{rank}",
+                namespace=job.namespace,
+                owner_kind="PyTorchJob" if job.scheduler == "kueue" else "PodGroup",
+                owner_name=job.name,
+                container="pytorch" if job.scheduler == "kueue" else "trainer",
+                resource="nvidia_com_gpu",
+                count=per_pod,
+                kind=kind,
+                created=job.submit + 1,
+                labels=labels,
+                priority_class="batch",
+                department=vision if job.namespace == "ml-vision" else mapped,
+                department_source="pod_label" if job.namespace == "ml-vision" else "namespace_mapping",
+                queue_name=LOCAL_QUEUE if job.scheduler == "kueue" else None,
+                scheduler=job.scheduler,
+                submit=job.submit,
+                completion_time=job.scheduler == "kueue",
+                scenario="training",
+            )
+        )
     return out
 
 
-def run_training(pool: SlotPool, rng: np.random.Generator, window: int,
-                 departments: tuple[str, str]) -> list[TrainingJob]:
+def run_training(
+    pool: SlotPool, rng: np.random.Generator, window: int, departments: tuple[str, str]
+) -> list[TrainingJob]:
     """Every job submitted in the window, admitted FIFO against the pool."""
     jobs: list[TrainingJob] = []
     t, last_admit = int(rng.integers(300, HOUR)), 0

@@ -60,22 +60,40 @@ def truth_pods(pods: list[Pod], cluster: str, origin: datetime, window: int, ste
         held = 0 if pod.started is None else (pod.end if pod.end is not None else window) - pod.started
         gone = pod.deleted if pod.deleted is not None else window
         last = gone - 1
-        rows.append({
-            "cluster": cluster, "pod": pod.name, "pod_uid": pod.uid, "namespace": pod.namespace,
-            "node": pod.instances[0][0] if pod.instances else None, "owner_kind": pod.owner_kind,
-            "owner_name": pod.owner_name, "job_key": pod.job, "deployment_name": pod.deployment,
-            "scenario": pod.scenario, "scheduler": pod.scheduler, "queue_name": pod.queue_name,
-            "department": pod.department, "department_source": pod.department_source, "gpus": pod.gpus,
-            "gpu_slots": len(pod.instances) if pod.instances else pod.count, "mig_profile": pod.mig_profile,
-            "kind": pod.kind, "submit_time": _at(origin, pod.submit if pod.submit is not None else pod.created),
-            "created_time": _at(origin, pod.created), "scheduled_time": _at(origin, pod.scheduled),
-            "start_time": _at(origin, pod.started), "end_time": _at(origin, pod.end),
-            "deleted_time": _at(origin, pod.deleted), "has_completion_time": pod.completion_time and pod.end is not None,
-            "phase": pod.phase_at(last), "queue_seconds": None if pod.scheduled is None else float(pod.scheduled - pod.created),
-            "gpu_seconds": float(held * pod.gpus),
-            "gpu_instances": [":".join(str(x) for x in i if x is not None) for i in pod.instances],
-            "n_scrapes": max(0, -(-gone // step) - -(-pod.created // step)),
-        })
+        rows.append(
+            {
+                "cluster": cluster,
+                "pod": pod.name,
+                "pod_uid": pod.uid,
+                "namespace": pod.namespace,
+                "node": pod.instances[0][0] if pod.instances else None,
+                "owner_kind": pod.owner_kind,
+                "owner_name": pod.owner_name,
+                "job_key": pod.job,
+                "deployment_name": pod.deployment,
+                "scenario": pod.scenario,
+                "scheduler": pod.scheduler,
+                "queue_name": pod.queue_name,
+                "department": pod.department,
+                "department_source": pod.department_source,
+                "gpus": pod.gpus,
+                "gpu_slots": len(pod.instances) if pod.instances else pod.count,
+                "mig_profile": pod.mig_profile,
+                "kind": pod.kind,
+                "submit_time": _at(origin, pod.submit if pod.submit is not None else pod.created),
+                "created_time": _at(origin, pod.created),
+                "scheduled_time": _at(origin, pod.scheduled),
+                "start_time": _at(origin, pod.started),
+                "end_time": _at(origin, pod.end),
+                "deleted_time": _at(origin, pod.deleted),
+                "has_completion_time": pod.completion_time and pod.end is not None,
+                "phase": pod.phase_at(last),
+                "queue_seconds": None if pod.scheduled is None else float(pod.scheduled - pod.created),
+                "gpu_seconds": float(held * pod.gpus),
+                "gpu_instances": [":".join(str(x) for x in i if x is not None) for i in pod.instances],
+                "n_scrapes": max(0, -(-gone // step) - -(-pod.created // step)),
+            }
+        )
     return pl.DataFrame(rows, schema=TRUTH_PODS_SCHEMA).sort("namespace", "pod")
 
 
@@ -87,6 +105,7 @@ def pod_allocations(pods: list[Pod], origin: datetime, seed: int) -> pl.DataFram
             continue
         run_seed = int(np.random.SeedSequence([seed, 7, index]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
         for host, gpu, gi_id in pod.instances:
-            rows.append((marker(index), 0, host, gpu, gi_id, _at(origin, pod.started), _at(origin, pod.end),
-                         pod.kind, run_seed))
+            rows.append(
+                (marker(index), 0, host, gpu, gi_id, _at(origin, pod.started), _at(origin, pod.end), pod.kind, run_seed)
+            )
     return pl.DataFrame(rows, schema=ALLOCATION_SCHEMA, orient="row")

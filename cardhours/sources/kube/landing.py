@@ -32,15 +32,30 @@ from cardhours.sources.prometheus import LongSamples
 
 SOURCE = "kube"
 RAW_KUBE_SERIES_SCHEMA: dict[str, pl.DataType] = {
-    "cluster": pl.String(), "day": pl.Date(), "metric": pl.String(), "namespace": pl.String(),
-    "pod": pl.String(), "uid": pl.String(), "labels": pl.String(), "first_ts": pl.Datetime("us"),
-    "last_ts": pl.Datetime("us"), "n_samples": pl.Int64(), "first_value": pl.Float64(),
-    "last_value": pl.Float64(), "min_value": pl.Float64(), "max_value": pl.Float64(),
+    "cluster": pl.String(),
+    "day": pl.Date(),
+    "metric": pl.String(),
+    "namespace": pl.String(),
+    "pod": pl.String(),
+    "uid": pl.String(),
+    "labels": pl.String(),
+    "first_ts": pl.Datetime("us"),
+    "last_ts": pl.Datetime("us"),
+    "n_samples": pl.Int64(),
+    "first_value": pl.Float64(),
+    "last_value": pl.Float64(),
+    "min_value": pl.Float64(),
+    "max_value": pl.Float64(),
     "last_nonzero_ts": pl.Datetime("us"),
 }
 RAW_KUBE_QUEUE_SCHEMA: dict[str, pl.DataType] = {
-    "cluster": pl.String(), "day": pl.Date(), "metric": pl.String(), "queue": pl.String(),
-    "labels": pl.String(), "ts": pl.Datetime("us"), "value": pl.Float64(),
+    "cluster": pl.String(),
+    "day": pl.Date(),
+    "metric": pl.String(),
+    "queue": pl.String(),
+    "labels": pl.String(),
+    "ts": pl.Datetime("us"),
+    "value": pl.Float64(),
 }
 ID_LABELS = ("__name__", "series_id", "namespace", "pod", "uid")
 
@@ -69,20 +84,38 @@ def _series_meta(series: pl.DataFrame, kube: KubernetesConfig) -> pl.DataFrame:
         # and the plain labels name the kube-state-metrics pod: the exported ones win.
         namespace = row.get("exported_namespace") or row.get("namespace") or None
         pod = row.get("exported_pod") or row.get("pod") or None
-        rows.append({"series_id": row["series_id"], "metric": name, "namespace": namespace, "pod": pod,
-                     "uid": row.get("exported_uid") or row.get("uid") or None,
-                     "labels": _labels_json(row, kept if name in label_metrics else None)})
-    schema = {"series_id": pl.UInt32, "metric": pl.String, "namespace": pl.String, "pod": pl.String,
-              "uid": pl.String, "labels": pl.String}
+        rows.append(
+            {
+                "series_id": row["series_id"],
+                "metric": name,
+                "namespace": namespace,
+                "pod": pod,
+                "uid": row.get("exported_uid") or row.get("uid") or None,
+                "labels": _labels_json(row, kept if name in label_metrics else None),
+            }
+        )
+    schema = {
+        "series_id": pl.UInt32,
+        "metric": pl.String,
+        "namespace": pl.String,
+        "pod": pl.String,
+        "uid": pl.String,
+        "labels": pl.String,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
 def _summaries(samples: pl.DataFrame) -> pl.DataFrame:
     ts, value = pl.col("ts"), pl.col("value")
     return samples.group_by("series_id").agg(
-        first_ts=ts.min(), last_ts=ts.max(), n_samples=pl.len().cast(pl.Int64),
-        first_value=value.sort_by(ts).first(), last_value=value.sort_by(ts).last(),
-        min_value=value.min(), max_value=value.max(), last_nonzero_ts=ts.filter(value != 0).max(),
+        first_ts=ts.min(),
+        last_ts=ts.max(),
+        n_samples=pl.len().cast(pl.Int64),
+        first_value=value.sort_by(ts).first(),
+        last_value=value.sort_by(ts).last(),
+        min_value=value.min(),
+        max_value=value.max(),
+        last_nonzero_ts=ts.filter(value != 0).max(),
     )
 
 
@@ -99,15 +132,25 @@ def land(long: LongSamples, kube: KubernetesConfig, cluster: str, day: date) -> 
     summaries = _summaries(long.samples).join(meta, on="series_id", how="inner")
     series = summaries.filter(~in_queue & ~orphan).with_columns(**tags).select(list(RAW_KUBE_SERIES_SCHEMA))
     bad = summaries.filter(orphan).with_columns(
-        pl.lit(SOURCE).alias("source"), pl.lit(day.isoformat()).alias("partition_key"),
-        pl.concat_str(pl.col("metric"), pl.col("labels")).alias("location"), pl.col("n_samples").alias("n_rows"),
-        pl.lit("pod series without a namespace or pod label").alias("reason"), tags["cluster"].alias("cluster"),
-        pl.concat_str(pl.lit("samples "), pl.col("first_ts").cast(pl.String), pl.lit(" .. "),
-                      pl.col("last_ts").cast(pl.String)).alias("payload"))
+        pl.lit(SOURCE).alias("source"),
+        pl.lit(day.isoformat()).alias("partition_key"),
+        pl.concat_str(pl.col("metric"), pl.col("labels")).alias("location"),
+        pl.col("n_samples").alias("n_rows"),
+        pl.lit("pod series without a namespace or pod label").alias("reason"),
+        tags["cluster"].alias("cluster"),
+        pl.concat_str(
+            pl.lit("samples "), pl.col("first_ts").cast(pl.String), pl.lit(" .. "), pl.col("last_ts").cast(pl.String)
+        ).alias("payload"),
+    )
     queue_ids = meta.filter(in_queue)
-    queue = (long.samples.join(queue_ids, on="series_id", how="inner")
-             .with_columns(queue=pl.coalesce(pl.col("labels").str.json_path_match("$.cluster_queue"),
-                                             pl.col("labels").str.json_path_match("$.queue")), **tags))
-    return Landing(series.sort("metric", "namespace", "pod", "labels"),
-                   queue.select(list(RAW_KUBE_QUEUE_SCHEMA)).sort("metric", "labels", "ts"),
-                   bad.select(list(QUARANTINE_SCHEMA)).cast(QUARANTINE_SCHEMA))  # type: ignore[arg-type]
+    queue = long.samples.join(queue_ids, on="series_id", how="inner").with_columns(
+        queue=pl.coalesce(
+            pl.col("labels").str.json_path_match("$.cluster_queue"), pl.col("labels").str.json_path_match("$.queue")
+        ),
+        **tags,
+    )
+    return Landing(
+        series.sort("metric", "namespace", "pod", "labels"),
+        queue.select(list(RAW_KUBE_QUEUE_SCHEMA)).sort("metric", "labels", "ts"),
+        bad.select(list(QUARANTINE_SCHEMA)).cast(QUARANTINE_SCHEMA),
+    )  # type: ignore[arg-type]

@@ -23,8 +23,8 @@ from cardhours.config.cluster import ClusterConfig
 from cardhours.sources.metrics import MetricsSourceError
 from cardhours.sources.openmetrics import read_openmetrics
 from cardhours.sources.prometheus import SAMPLES_SCHEMA, LongSamples
-from cardhours.sources.prometheus.client import PrometheusClient, PrometheusQueryError
 from cardhours.sources.prometheus.census import list_series
+from cardhours.sources.prometheus.client import PrometheusClient, PrometheusQueryError
 from cardhours.sources.prometheus.decode import DecodeError, Matrix, decode_matrix
 from cardhours.sources.prometheus.fetch import window_text
 from cardhours.sources.prometheus.plan import seconds, selector
@@ -76,8 +76,9 @@ class KubeReader:
         prom = self.cluster.prometheus
         match = selector(metric, self.kube.selector, [])
         window = window_text(start_ms, end_ms)
-        label_sets, _ = list_series(self.client, metric, self.kube.selector, start_ms, end_ms, window,
-                                    shard_labels=("namespace",))  # by namespace when the server caps listings
+        label_sets, _ = list_series(
+            self.client, metric, self.kube.selector, start_ms, end_ms, window, shard_labels=("namespace",)
+        )  # by namespace when the server caps listings
         n_series = len(label_sets)
         if n_series == 0:
             return []
@@ -102,8 +103,9 @@ class KubeReader:
     def _chunk(self, match: str, a: int, b: int) -> Matrix:
         """The raw samples of ``match`` in ``[a, b)``."""
         query = f"{match}[{b - a + 1}ms]"
-        body = self.client.get("/api/v1/query", {"query": query, "time": seconds(b)}, query=query,
-                               window=window_text(a, b))
+        body = self.client.get(
+            "/api/v1/query", {"query": query, "time": seconds(b)}, query=query, window=window_text(a, b)
+        )
         try:
             return decode_matrix(body).window(a, b)
         except DecodeError as exc:
@@ -123,16 +125,26 @@ def to_long(matrices: Sequence[Matrix]) -> LongSamples:
                 ids[key] = len(labels)
                 labels.append(label_set)
             owner[i] = ids[key]
-        parts.append(pl.DataFrame({
-            "series_id": np.repeat(owner, matrix.counts),
-            "ts": (matrix.ts_ms * 1000).astype("datetime64[us]"), "value": matrix.values,
-        }, schema=SAMPLES_SCHEMA))
+        parts.append(
+            pl.DataFrame(
+                {
+                    "series_id": np.repeat(owner, matrix.counts),
+                    "ts": (matrix.ts_ms * 1000).astype("datetime64[us]"),
+                    "value": matrix.values,
+                },
+                schema=SAMPLES_SCHEMA,
+            )
+        )
     if not labels:
         return LongSamples.empty()
     names = sorted({name for label_set in labels for name in label_set} - {"__name__"})
-    series = pl.DataFrame({"series_id": pl.Series(range(len(labels)), dtype=pl.UInt32),
-                           "__name__": [s.get("__name__") for s in labels],
-                           **{n: pl.Series([s.get(n) for s in labels], dtype=pl.String) for n in names}})
+    series = pl.DataFrame(
+        {
+            "series_id": pl.Series(range(len(labels)), dtype=pl.UInt32),
+            "__name__": [s.get("__name__") for s in labels],
+            **{n: pl.Series([s.get(n) for s in labels], dtype=pl.String) for n in names},
+        }
+    )
     samples = pl.concat(parts).unique(["series_id", "ts"], keep="first").sort("series_id", "ts")
     return LongSamples(series, samples)
 

@@ -19,8 +19,16 @@ from tests.integration.kube.cases import DAYS, STEP, T0
 
 @pytest.fixture(scope="session")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> SimulationResult:
-    return simulate(tmp_path_factory.mktemp("kube"), gpus=8, days=DAYS, start=T0.date(), seed=11,
-                    step_seconds=STEP, metrics_format="om", kube=True)
+    return simulate(
+        tmp_path_factory.mktemp("kube"),
+        gpus=8,
+        days=DAYS,
+        start=T0.date(),
+        seed=11,
+        step_seconds=STEP,
+        metrics_format="om",
+        kube=True,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -29,8 +37,9 @@ def cluster(sim: SimulationResult, prometheus_with) -> ClusterConfig:
     base = load_config(sim.config_path).clusters[0]
     assert base.kubernetes is not None
     prometheus = PrometheusConfig(url=url, scrape_interval_seconds=STEP, step_seconds=STEP)
-    return base.model_copy(update={"prometheus": prometheus, "kubernetes": base.kubernetes.model_copy(update={"path": None})})
-
+    return base.model_copy(
+        update={"prometheus": prometheus, "kubernetes": base.kubernetes.model_copy(update={"path": None})}
+    )
 
 
 @pytest.fixture(scope="session")

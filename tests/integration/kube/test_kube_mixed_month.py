@@ -31,9 +31,12 @@ MIXED_MONTH = "2026-03-01"
 def _mixed_config(sim: SimulationResult, url: str) -> Path:
     """The simulator's config with the DCGM samples and kube-state-metrics read from Prometheus."""
     text = sim.config_path.read_text()
-    text = re.sub(r'\[clusters\.metrics\]\n(?:[^\[\n][^\n]*\n)*',
-                  f'[clusters.metrics]\nsource = "prometheus"\nstep_seconds = {STEP}\n\n'
-                  f'[clusters.prometheus]\nurl = "{url}"\nscrape_interval_seconds = {STEP}\nstep_seconds = {STEP}\n\n', text)
+    text = re.sub(
+        r"\[clusters\.metrics\]\n(?:[^\[\n][^\n]*\n)*",
+        f'[clusters.metrics]\nsource = "prometheus"\nstep_seconds = {STEP}\n\n'
+        f'[clusters.prometheus]\nurl = "{url}"\nscrape_interval_seconds = {STEP}\nstep_seconds = {STEP}\n\n',
+        text,
+    )
     text = text.replace('path = "kube_state.om"\n', "").replace('path = "cardhours.duckdb"', 'path = "mixed.duckdb"')
     text = text.replace('dir = "reports"', 'dir = "mixed_reports"')
     path = sim.config_path.with_name("mixed.toml")
@@ -48,18 +51,31 @@ def mixed(sim: SimulationResult, cluster: ClusterConfig) -> dict:
     with DagsterInstance.ephemeral() as instance:
         for i in range(DAYS):
             day = (T0 + timedelta(days=i)).date().isoformat()
-            assert definitions.resolve_job_def("daily_ingest").execute_in_process(partition_key=day, instance=instance).success
+            assert (
+                definitions.resolve_job_def("daily_ingest")
+                .execute_in_process(partition_key=day, instance=instance)
+                .success
+            )
         result = definitions.resolve_job_def("monthly_review").execute_in_process(
-            partition_key=MIXED_MONTH, instance=instance,
-            run_config={"ops": {GATE_STEP: {"config": {"accept_gaps": f"the site serves {DAYS} days of March"}}}})
+            partition_key=MIXED_MONTH,
+            instance=instance,
+            run_config={"ops": {GATE_STEP: {"config": {"accept_gaps": f"the site serves {DAYS} days of March"}}}},
+        )
     assert result.success
     checks = {(tuple(e.asset_key.path), e.check_name): e.passed for e in result.get_asset_check_evaluations()}
     conn = duckdb.connect(str(config_path.with_name("mixed.duckdb")), read_only=True)
     try:
-        tables = {name: conn.sql(f"SELECT * FROM {name}").pl() for name in (
-            "marts.fct_job_usage", "marts.mart_department_monthly", "marts.fct_gpu_hourly",
-            "intermediate.int_gpu_minutes_attributed", "marts.mart_deployment_monthly",
-            "marts.mart_kube_queue_monthly")}
+        tables = {
+            name: conn.sql(f"SELECT * FROM {name}").pl()
+            for name in (
+                "marts.fct_job_usage",
+                "marts.mart_department_monthly",
+                "marts.fct_gpu_hourly",
+                "intermediate.int_gpu_minutes_attributed",
+                "marts.mart_deployment_monthly",
+                "marts.mart_kube_queue_monthly",
+            )
+        }
     finally:
         conn.close()
     review = (config_path.parent / "mixed_reports" / "2026-03" / "review.html").read_text()
@@ -69,10 +85,15 @@ def mixed(sim: SimulationResult, cluster: ClusterConfig) -> dict:
 def _seen_jobs(truth: pl.DataFrame) -> pl.DataFrame:
     """Per truth job key: pods, GPUs, card-seconds, wait (first created -> last scheduled), open or not."""
     return truth.group_by("job_key").agg(
-        n_pods=pl.len(), gpus=pl.col("gpus").sum(), seconds=pl.col("gpu_seconds").sum(),
+        n_pods=pl.len(),
+        gpus=pl.col("gpus").sum(),
+        seconds=pl.col("gpu_seconds").sum(),
         wait=(pl.col("scheduled_time").max() - pl.col("created_time").min()).dt.total_seconds(),
-        open=pl.col("end_time").is_null().any(), department=pl.col("department").first(),
-        namespace=pl.col("namespace").first(), mig=pl.col("mig_profile").first())
+        open=pl.col("end_time").is_null().any(),
+        department=pl.col("department").first(),
+        namespace=pl.col("namespace").first(),
+        mig=pl.col("mig_profile").first(),
+    )
 
 
 def test_mixed_month_pods_are_jobs_in_fct_job_usage(mixed: dict, truth: pl.DataFrame) -> None:
@@ -91,7 +112,11 @@ def test_mixed_month_pods_are_jobs_in_fct_job_usage(mixed: dict, truth: pl.DataF
     assert (waits["wait"] == waits["queue_seconds"]).all() and waits["queue_seconds"].max() > 600
     assert (joined["department"] == joined["department_right"]).all()
     sandbox = joined.filter(pl.col("namespace") == "sandbox")
-    assert sandbox.height > 0 and (sandbox["department_right"] == "unmapped").all() and (sandbox["division"] == "unmapped").all()
+    assert (
+        sandbox.height > 0
+        and (sandbox["department_right"] == "unmapped").all()
+        and (sandbox["division"] == "unmapped").all()
+    )
     mig = joined.filter(pl.col("mig").is_not_null())
     weight = mig["mig"].replace_strict({"1g.10gb": 1 / 7, "3g.40gb": 3 / 7}) * mig["n_pods"]
     assert mig.height > 0 and ((mig["gpus_right"] - weight).abs() < 1e-12).all()
@@ -128,7 +153,9 @@ def test_mixed_month_allocated_gpu_hours_equal_job_gpu_hours(mixed: dict) -> Non
     on_pool = pl.col("hostname").str.starts_with("k")
     slurm = usage.filter(pl.col("scheduler") == "slurm")
     kube = usage.filter(pl.col("scheduler") == "kubernetes")
-    assert hourly.filter(~on_pool)["allocated_seconds"].sum() / 3600 == pytest.approx(slurm["gpu_hours"].sum(), abs=1e-6)
+    assert hourly.filter(~on_pool)["allocated_seconds"].sum() / 3600 == pytest.approx(
+        slurm["gpu_hours"].sum(), abs=1e-6
+    )
     kube_allocated = hourly.filter(on_pool)["allocated_seconds"].sum() / 3600
     assert abs(kube_allocated - kube["gpu_hours"].sum()) <= kube["gpus"].sum() * STEP / 3600
     assert hourly["allocated_seconds"].sum() / 3600 == pytest.approx(usage["gpu_hours"].sum(), rel=1e-3)
@@ -142,8 +169,13 @@ def _bucket(seconds: float) -> int:
 
 def test_mixed_month_queue_mart_against_the_truth(mixed: dict, truth: pl.DataFrame) -> None:
     queues = mixed["marts.mart_kube_queue_monthly"]
-    kueue_jobs = truth.filter(pl.col("scheduler") == "kueue").group_by("job_key").agg(
-        wait=((pl.col("created_time").min() - pl.col("submit_time").min()).dt.total_seconds() - 1).cast(pl.Float64))
+    kueue_jobs = (
+        truth.filter(pl.col("scheduler") == "kueue")
+        .group_by("job_key")
+        .agg(
+            wait=((pl.col("created_time").min() - pl.col("submit_time").min()).dt.total_seconds() - 1).cast(pl.Float64)
+        )
+    )
     training = queues.filter((pl.col("queue") == CLUSTER_QUEUE) & (pl.col("queue_kind") == "kueue")).row(0, named=True)
     assert training["admitted_workloads"] == kueue_jobs.height > 0
     assert training["admission_wait_mean_seconds"] == pytest.approx(kueue_jobs["wait"].mean())

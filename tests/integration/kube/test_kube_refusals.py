@@ -19,8 +19,9 @@ def on_server(cluster: ClusterConfig, url: str) -> ClusterConfig:
     return cluster.model_copy(update={"prometheus": prometheus})
 
 
-def test_refused_chunks_are_halved_and_land_the_same(sim: SimulationResult, cluster: ClusterConfig,
-                                                     prometheus_with) -> None:
+def test_refused_chunks_are_halved_and_land_the_same(
+    sim: SimulationResult, cluster: ClusterConfig, prometheus_with
+) -> None:
     # a day of kube_pod_status_phase is ~200 series x 720 samples: far over 20,000
     limited = on_server(cluster, prometheus_with([sim.om_path, sim.kube_state_path], ["--query.max-samples=20000"]))
     unlimited_asks, limited_asks = [], []
@@ -29,8 +30,9 @@ def test_refused_chunks_are_halved_and_land_the_same(sim: SimulationResult, clus
     assert_same_landing(got, want)
 
 
-def test_a_server_refusing_one_interval_fails_naming_it(sim: SimulationResult, cluster: ClusterConfig,
-                                                        prometheus_with) -> None:
+def test_a_server_refusing_one_interval_fails_naming_it(
+    sim: SimulationResult, cluster: ClusterConfig, prometheus_with
+) -> None:
     tiny = on_server(cluster, prometheus_with([sim.om_path, sim.kube_state_path], ["--query.max-samples=3"]))
     with pytest.raises(PrometheusQueryError, match="too many samples") as caught:
         land_day(tiny)

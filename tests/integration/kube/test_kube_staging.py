@@ -13,10 +13,10 @@ from cardhours.config.cluster import ClusterConfig
 from cardhours.simulate.run import SimulationResult
 from cardhours.sources.kube.landing import Landing
 from cardhours.sources.prometheus.source import PrometheusMetricsSource
-from transforms.stg_kube__jobs import stg_kube__jobs
-from transforms.stg_kube__pods import stg_kube__pods
 from tests.integration.kube.cases import STEP, T0, T1
 from tests.integration.kube.reading import land_days
+from transforms.stg_kube__jobs import stg_kube__jobs
+from transforms.stg_kube__pods import stg_kube__pods
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -31,17 +31,30 @@ def staged(sim: SimulationResult, cluster: ClusterConfig, landings: list[Landing
     config = load_config(sim.config_path)
     kube = cluster.kubernetes
     pods, bad = stg_kube__pods(
-        pl.concat([x.series for x in landings]), config.namespaces_frame(), window_start=datetime(2026, 3, 1),
-        window_end=datetime(2026, 4, 1), data_end=T1, step_seconds=STEP, department_labels=kube.department_labels,
-        queue_label=kube.queue_label, mig_weights=dict(config.rates.mig_profile_weights))
+        pl.concat([x.series for x in landings]),
+        config.namespaces_frame(),
+        window_start=datetime(2026, 3, 1),
+        window_end=datetime(2026, 4, 1),
+        data_end=T1,
+        step_seconds=STEP,
+        department_labels=kube.department_labels,
+        queue_label=kube.queue_label,
+        mig_weights=dict(config.rates.mig_profile_weights),
+    )
     assert bad.is_empty()
     return pods, stg_kube__jobs(pods)
 
 
 def test_every_pod_staged_with_card_hours_within_one_step(staged, truth: pl.DataFrame) -> None:
     pods, _ = staged
-    joined = truth.join(pods, left_on=["namespace", "pod", "pod_uid"], right_on=["namespace", "pod", "pod_uid"],
-                        how="full", suffix="_staged", coalesce=True)
+    joined = truth.join(
+        pods,
+        left_on=["namespace", "pod", "pod_uid"],
+        right_on=["namespace", "pod", "pod_uid"],
+        how="full",
+        suffix="_staged",
+        coalesce=True,
+    )
     assert joined.filter(pl.col("cluster").is_null() | pl.col("cluster_staged").is_null()).is_empty()
     off = joined.filter((pl.col("gpu_seconds_staged") - pl.col("gpu_seconds")).abs() > STEP * pl.col("gpus") + 1e-6)
     assert off.is_empty(), off.select("pod", "gpu_seconds", "gpu_seconds_staged", "end_source")
@@ -63,8 +76,12 @@ def test_queue_times_departments_and_mig_fractions(staged, truth: pl.DataFrame) 
     assert unlabeled.height > 0 and (unlabeled["department_staged"] == "unmapped").all()
     mig = joined.filter(pl.col("mig_profile").is_not_null())
     assert set(mig["mig_profile_staged"]) == {"1g.10gb", "3g.40gb"}
-    assert ((mig["gpus_staged"] - mig["mig_profile"].replace_strict({"1g.10gb": 1 / 7, "3g.40gb": 3 / 7})).abs() < 1e-12).all()
-    assert joined.filter(pl.col("deployment_name").is_not_null() & (pl.col("deployment_name") != pl.col("deployment_name_staged"))).is_empty()
+    assert (
+        (mig["gpus_staged"] - mig["mig_profile"].replace_strict({"1g.10gb": 1 / 7, "3g.40gb": 3 / 7})).abs() < 1e-12
+    ).all()
+    assert joined.filter(
+        pl.col("deployment_name").is_not_null() & (pl.col("deployment_name") != pl.col("deployment_name_staged"))
+    ).is_empty()
 
 
 def test_gang_jobs_counted_once(staged, truth: pl.DataFrame) -> None:
@@ -77,7 +94,9 @@ def test_gang_jobs_counted_once(staged, truth: pl.DataFrame) -> None:
     assert gangs.height >= 3 and jobs.height == expected.height and jobs["job_id"].is_unique().all()
     assert jobs["gpu_seconds"].sum() == pytest.approx(pods["gpu_seconds"].sum())
     volcano = truth.filter(pl.col("scheduler") == "volcano", pl.col("scheduled_time").is_not_null())
-    waits = volcano.group_by("job_key").agg(w=(pl.col("scheduled_time").max() - pl.col("created_time").min()).dt.total_seconds())
+    waits = volcano.group_by("job_key").agg(
+        w=(pl.col("scheduled_time").max() - pl.col("created_time").min()).dt.total_seconds()
+    )
     got = waits.join(jobs, left_on="job_key", right_on="job_id")
     assert got.height > 0 and (got["w"].cast(pl.Float64) == got["queue_seconds"]).all()
 
@@ -102,7 +121,9 @@ def test_dcgm_samples_name_the_pod_also_when_exported(cluster: ClusterConfig, tr
     sampled = held.group_by("namespace", "pod").agg(seconds=pl.len() * STEP)
     clip = lambda c: pl.min_horizontal(pl.max_horizontal(pl.col(c), pl.lit(T0)), pl.lit(day_end))  # noqa: E731
     truth_day = truth.filter(pl.col("start_time").is_not_null()).with_columns(
-        expect=(clip("end_time").fill_null(pl.lit(day_end)) - clip("start_time")).dt.total_seconds() * pl.col("gpu_slots"))
+        expect=(clip("end_time").fill_null(pl.lit(day_end)) - clip("start_time")).dt.total_seconds()
+        * pl.col("gpu_slots")
+    )
     joined = truth_day.filter(pl.col("expect") > 0).join(sampled, on=["namespace", "pod"], how="left")
     off = joined.filter((pl.col("seconds").fill_null(0) - pl.col("expect")).abs() > STEP * pl.col("gpu_slots"))
     assert off.is_empty(), off.select("pod", "expect", "seconds")

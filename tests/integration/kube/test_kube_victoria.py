@@ -27,15 +27,16 @@ def at(cluster: ClusterConfig, url: str) -> ClusterConfig:
 
 
 @pytest.fixture(scope="module")
-def on_victoria(sim: SimulationResult, cluster: ClusterConfig, tmp_path_factory: pytest.TempPathFactory
-                ) -> Iterator[ClusterConfig]:
+def on_victoria(
+    sim: SimulationResult, cluster: ClusterConfig, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ClusterConfig]:
     with VictoriaServer(Path(tmp_path_factory.mktemp("victoria"))) as server:
         server.load([sim.om_path, sim.kube_state_path])
         yield at(cluster, server.url)
 
 
 def test_pods_and_queues_land_as_from_prometheus(cluster: ClusterConfig, on_victoria: ClusterConfig) -> None:
-    for want, got in zip(land_days(cluster), land_days(on_victoria)):
+    for want, got in zip(land_days(cluster), land_days(on_victoria), strict=True):
         assert want.series.height > 0 and want.queue_samples.height > 0
         assert_same_landing(got, want)
 
@@ -48,8 +49,9 @@ def test_dcgm_samples_with_pod_labels_as_from_prometheus(cluster: ClusterConfig,
     assert_frame_equal(got.sort(got.columns, nulls_last=True), want.sort(want.columns, nulls_last=True))
 
 
-def test_capped_series_listings_are_taken_namespace_by_namespace(sim: SimulationResult, cluster: ClusterConfig,
-                                                                 tmp_path: Path) -> None:
+def test_capped_series_listings_are_taken_namespace_by_namespace(
+    sim: SimulationResult, cluster: ClusterConfig, tmp_path: Path
+) -> None:
     # kube_pod_status_phase has more than 190 series a day (five phases per pod), no namespace
     # more than 180: a cap of 190 refuses its listing, not the namespaces' listings.
     asked: list[str] = []
