@@ -44,19 +44,30 @@ def make_response(n_series: int, n_points: int, seed: int = 0) -> bytes:
         values[rng.random(n_points) < 0.001] = np.nan
         stamps = [f"{t // 1000}.{t % 1000:03d}" if t % 1000 else str(t // 1000) for t in ts.tolist()]
         texts = ["NaN" if v != v else repr(v) if v != int(v) else str(int(v)) for v in values.tolist()]
-        metric = {"Hostname": f"gpu-{s // 8:03d}", "UUID": f"GPU-{s:08x}-1b2c-4d5e",
-                  "__name__": "DCGM_FI_PROF_SM_ACTIVE",
-                  "device": f"nvidia{s % 8}", "gpu": str(s % 8), "hpc_job": str(4_000_000 + s),
-                  "modelName": "NVIDIA H100 80GB HBM3", "pci_bus_id": f"00000000:{0x18 + s % 8:02X}:00.0"}
-        values_text = ",".join(f'[{t},"{v}"]' for t, v in zip(stamps, texts))
+        metric = {
+            "Hostname": f"gpu-{s // 8:03d}",
+            "UUID": f"GPU-{s:08x}-1b2c-4d5e",
+            "__name__": "DCGM_FI_PROF_SM_ACTIVE",
+            "device": f"nvidia{s % 8}",
+            "gpu": str(s % 8),
+            "hpc_job": str(4_000_000 + s),
+            "modelName": "NVIDIA H100 80GB HBM3",
+            "pci_bus_id": f"00000000:{0x18 + s % 8:02X}:00.0",
+        }
+        values_text = ",".join(f'[{t},"{v}"]' for t, v in zip(stamps, texts, strict=True))
         parts.append(f'{{"metric":{json.dumps(metric, separators=(",", ":"))},"values":[{values_text}]}}')
     return ('{"status":"success","data":{"resultType":"matrix","result":[' + ",".join(parts) + "]}}").encode()
 
 
 def via_polars(body: bytes) -> Matrix:
     labels, spans, _ = _locate(body)
-    frame = pl.read_csv(csv_text(spans)[1:], has_header=False, new_columns=["t", "v", "last"], quote_char=None,
-                        schema={"t": pl.Float64, "v": pl.Float64, "last": pl.Int8})
+    frame = pl.read_csv(
+        csv_text(spans)[1:],
+        has_header=False,
+        new_columns=["t", "v", "last"],
+        quote_char=None,
+        schema={"t": pl.Float64, "v": pl.Float64, "last": pl.Int8},
+    )
     ends = np.flatnonzero(frame["last"].is_not_null().to_numpy())
     ts_ms = np.rint(frame["t"].to_numpy() * 1000).astype(np.int64)
     return Matrix(labels, np.diff(ends, prepend=-1), ts_ms, frame["v"].to_numpy())
@@ -80,8 +91,12 @@ def via_client_dataframe(body: bytes) -> object:
 
 
 def same(a: Matrix, b: Matrix) -> bool:
-    return (a.labels == b.labels and np.array_equal(a.counts, b.counts) and np.array_equal(a.ts_ms, b.ts_ms)
-            and np.array_equal(a.values, b.values, equal_nan=True))
+    return (
+        a.labels == b.labels
+        and np.array_equal(a.counts, b.counts)
+        and np.array_equal(a.ts_ms, b.ts_ms)
+        and np.array_equal(a.values, b.values, equal_nan=True)
+    )
 
 
 def best_of(fn: Callable[[bytes], object], body: bytes, repeat: int) -> tuple[float, float]:
@@ -115,8 +130,11 @@ def main() -> None:
     for name, fn in approaches.items():
         exact = "-" if name == "client DataFrame" else str(same(fn(body), reference))
         wall, cpu = best_of(fn, body, args.repeat if "json" not in name and "client" not in name else 2)
-        results[name] = {"wall_ms": round(wall * 1000, 1), "cpu_ms": round(cpu * 1000, 1),
-                         "mb_per_s": round(len(body) / wall / 1e6)}
+        results[name] = {
+            "wall_ms": round(wall * 1000, 1),
+            "cpu_ms": round(cpu * 1000, 1),
+            "mb_per_s": round(len(body) / wall / 1e6),
+        }
         print(f"{name:28s} {wall * 1000:9.1f} {cpu * 1000:9.1f} {len(body) / wall / 1e6:7.0f}  {exact}")
     print(json.dumps({"bytes": len(body), "samples": int(reference.counts.sum()), "results": results}))
 

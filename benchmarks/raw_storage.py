@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +40,20 @@ from warehouse import connect, read_frame, replace_partition
 
 CLUSTER = "bench"
 DAY = date(2026, 3, 2)
-MINUTE_COLUMNS = sorted({*GROUP_KEY, "ts", "gpu_util", "gr_engine_active", "sm_active", "sm_occupancy",
-                         "tensor_active", "dram_active", "fb_used_mib", "power_w"})
+MINUTE_COLUMNS = sorted(
+    {
+        *GROUP_KEY,
+        "ts",
+        "gpu_util",
+        "gr_engine_active",
+        "sm_active",
+        "sm_occupancy",
+        "tensor_active",
+        "dram_active",
+        "fb_used_mib",
+        "power_w",
+    }
+)
 ROLLUP_SQL_TABLE = "FROM raw.dcgm_samples"
 
 
@@ -94,11 +107,17 @@ def bench_duckdb(frame: pl.DataFrame, root: Path, reruns: int) -> dict:
             out["after_rerun_mib"].append(mib(*files))
         conn.execute("CHECKPOINT")
         out["after_checkpoint_mib"] = mib(*files)
-        day2 = next_day(frame)
-        out["second_day_s"], _ = timed(lambda: replace_partition(conn, "raw.dcgm_samples", day2, {"cluster": CLUSTER, "day": DAY + timedelta(days=1)}))
+        second_day = partial(
+            replace_partition,
+            conn,
+            "raw.dcgm_samples",
+            next_day(frame),
+            {"cluster": CLUSTER, "day": DAY + timedelta(days=1)},
+        )
+        out["second_day_s"], _ = timed(second_day)
         conn.execute("CHECKPOINT")
         out["after_second_day_mib"] = mib(*files)
-        del day2
+        del second_day
     return out
 
 
@@ -116,9 +135,15 @@ def write_parquet_partition(frame: pl.DataFrame, root: Path, cluster: str, day: 
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     table = frame.drop("cluster", "day").to_arrow(compat_level=pl.CompatLevel.newest())
-    pq.write_table(table, partial, row_group_size=ROW_GROUP_ROWS, compression=COMPRESSION,
-                   compression_level=COMPRESSION_LEVEL, column_encoding=COLUMN_ENCODING,
-                   use_dictionary=[c for c in table.column_names if c not in COLUMN_ENCODING])
+    pq.write_table(
+        table,
+        partial,
+        row_group_size=ROW_GROUP_ROWS,
+        compression=COMPRESSION,
+        compression_level=COMPRESSION_LEVEL,
+        column_encoding=COLUMN_ENCODING,
+        use_dictionary=[c for c in table.column_names if c not in COLUMN_ENCODING],
+    )
     partial.replace(path)
     return path
 
@@ -143,16 +168,20 @@ def bench_rollups(root: Path, step: int, rounds: int) -> dict:
     parquet_params = [*params[:2], files, *params[2:]]
     minute_columns = f"SELECT {', '.join(MINUTE_COLUMNS)} FROM raw.dcgm_samples WHERE cluster = ? AND day = ?"
     every_column = "SELECT * FROM raw.dcgm_samples WHERE cluster = ? AND day = ?"
-    scan = pl.scan_parquet(files, hive_partitioning=True).filter((pl.col("cluster") == CLUSTER) & (pl.col("day") == DAY))
+    scan = pl.scan_parquet(files, hive_partitioning=True).filter(
+        (pl.col("cluster") == CLUSTER) & (pl.col("day") == DAY)
+    )
     with connect(root / "bench.duckdb") as conn:
         key = [CLUSTER, DAY]
         contenders: dict[str, Callable[[], object]] = {
             "table: minutely SQL in DuckDB": lambda: read_frame(conn, text, params),
             "table: minutely polars (read 16 columns + transform)": lambda: stg_dcgm__gpu_minutely(
-                read_frame(conn, minute_columns, key).lazy(), step).collect(),
+                read_frame(conn, minute_columns, key).lazy(), step
+            ).collect(),
             "table: read the 16 minute columns into polars": lambda: read_frame(conn, minute_columns, key),
             "table: hourly polars (read all columns + transform)": lambda: stg_dcgm__gpu_hourly(
-                read_frame(conn, every_column, key).lazy(), step).collect(),
+                read_frame(conn, every_column, key).lazy(), step
+            ).collect(),
             "parquet: minutely SQL via DuckDB read_parquet": lambda: read_frame(conn, parquet_text, parquet_params),
             "parquet: minutely polars via scan_parquet": lambda: stg_dcgm__gpu_minutely(scan, step).collect(),
             "parquet: hourly polars via scan_parquet": lambda: stg_dcgm__gpu_hourly(scan, step).collect(),
@@ -180,8 +209,10 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     try:
         gen_s, frame = timed(lambda: simulate(args.gpus, args.step, args.seed))
-        print(f"{frame.height:,} rows ({args.gpus} GPUs x 1 day at {args.step} s), generated in {gen_s} s, "
-              f"{frame.estimated_size() / 2**20:,.0f} MiB in memory")
+        print(
+            f"{frame.height:,} rows ({args.gpus} GPUs x 1 day at {args.step} s), generated in {gen_s} s, "
+            f"{frame.estimated_size() / 2**20:,.0f} MiB in memory"
+        )
         rows = frame.height
         duck = bench_duckdb(frame, root, args.reruns)
         parquet = bench_parquet(frame, root, args.reruns)

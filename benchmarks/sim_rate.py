@@ -26,8 +26,11 @@ import polars as pl
 from cardhours.simulate.parquet_writer import write_day_parquet
 from cardhours.simulate.samples import generate_day
 
-MODELS = {"H100": ("NVIDIA H100 80GB HBM3", 81559), "H200": ("NVIDIA H200", 143771),
-          "A100": ("NVIDIA A100-SXM4-80GB", 81920)}
+MODELS = {
+    "H100": ("NVIDIA H100 80GB HBM3", 81559),
+    "H200": ("NVIDIA H200", 143771),
+    "A100": ("NVIDIA A100-SXM4-80GB", 81920),
+}
 KINDS = ["dense", "bursty", "starved", "hog", "tiny", "idle_tail", "idle"]
 KIND_WEIGHTS = [0.45, 0.12, 0.1, 0.06, 0.05, 0.12, 0.1]
 
@@ -37,12 +40,23 @@ def build_inventory(n_gpus: int, rng: np.random.Generator) -> pl.DataFrame:
     for node in range(-(-n_gpus // 8)):
         model = str(rng.choice(list(MODELS), p=[0.5, 0.2, 0.3]))
         for gpu in range(min(8, n_gpus - 8 * node)):
-            rows.append({"cluster": "bench", "hostname": f"gpu{node:04d}", "gpu": gpu,
-                         "uuid": f"GPU-{rng.integers(1 << 62):016x}-{node:04x}-{gpu:04x}",
-                         "pci_bus_id": f"00000000:{0x18 + 16 * gpu:02X}:00.0", "device": f"nvidia{gpu}",
-                         "model_name": MODELS[model][0], "gpu_model": model, "memory_mib": MODELS[model][1],
-                         "gpu_i_id": None, "gpu_i_profile": None, "nvlink_domain": f"nvl{node // 4}",
-                         "switch_group": f"sw{node // 16}"})
+            rows.append(
+                {
+                    "cluster": "bench",
+                    "hostname": f"gpu{node:04d}",
+                    "gpu": gpu,
+                    "uuid": f"GPU-{rng.integers(1 << 62):016x}-{node:04x}-{gpu:04x}",
+                    "pci_bus_id": f"00000000:{0x18 + 16 * gpu:02X}:00.0",
+                    "device": f"nvidia{gpu}",
+                    "model_name": MODELS[model][0],
+                    "gpu_model": model,
+                    "memory_mib": MODELS[model][1],
+                    "gpu_i_id": None,
+                    "gpu_i_profile": None,
+                    "nvlink_domain": f"nvl{node // 4}",
+                    "switch_group": f"sw{node // 16}",
+                }
+            )
     return pl.DataFrame(rows, schema_overrides={"gpu": pl.Int16, "gpu_i_id": pl.Int16})
 
 
@@ -59,13 +73,21 @@ def build_allocations(inventory: pl.DataFrame, start: datetime, days: int, rng: 
                 job += 1
                 length = timedelta(seconds=float(rng.lognormal(np.log(6 * 3600), 0.9)))
                 kind, seed = str(rng.choice(KINDS, p=KIND_WEIGHTS)), int(rng.integers(1 << 62))
-                for gpu in gpus[group:group + width]:
+                for gpu in gpus[group : group + width]:
                     rows.append((str(job), 0, host, gpu, None, t, t + length, kind, seed))
                 round_end = max(round_end, t + length)
             t = round_end + timedelta(seconds=float(rng.exponential(1800)))
-    schema = {"job_id_raw": pl.String, "run_index": pl.Int64, "hostname": pl.String, "gpu": pl.Int16,
-              "gpu_i_id": pl.Int16, "start_time": pl.Datetime("us"), "end_time": pl.Datetime("us"),
-              "kind": pl.String, "seed": pl.Int64}
+    schema = {
+        "job_id_raw": pl.String,
+        "run_index": pl.Int64,
+        "hostname": pl.String,
+        "gpu": pl.Int16,
+        "gpu_i_id": pl.Int16,
+        "start_time": pl.Datetime("us"),
+        "end_time": pl.Datetime("us"),
+        "kind": pl.String,
+        "seed": pl.Int64,
+    }
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
@@ -93,9 +115,11 @@ def run(n_gpus: int, days: int, step: int, out: Path, serial: bool, seed: int) -
     wall = time.perf_counter() - began
     size = sum(p.stat().st_size for p in (out / "metrics").rglob("*.parquet"))
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"rows {rows:,}  wall {wall:.1f} s  rate {rows / wall / 1e6:.2f} M rows/s  "
-          f"(generate {gen_s:.1f} s)  peak RSS {peak_mib:,.0f} MiB  output {size / 2**30:.2f} GiB "
-          f"({size / rows:.2f} B/row)")
+    print(
+        f"rows {rows:,}  wall {wall:.1f} s  rate {rows / wall / 1e6:.2f} M rows/s  "
+        f"(generate {gen_s:.1f} s)  peak RSS {peak_mib:,.0f} MiB  output {size / 2**30:.2f} GiB "
+        f"({size / rows:.2f} B/row)"
+    )
 
 
 def main() -> None:

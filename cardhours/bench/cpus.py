@@ -24,9 +24,11 @@ def split_cpus(server_cpus: int, available: set[int] | None = None) -> tuple[fro
     (default: the CPUs this process may use) for the server, the others for the readers."""
     cpus = sorted(_usable() if available is None else available)
     if not 1 <= server_cpus < len(cpus):
-        raise CpuSplitError(f"--server-cpus {server_cpus}: this process may use {len(cpus)} CPU(s) "
-                            f"({', '.join(map(str, cpus))}); the server needs at least one and the "
-                            "reader at least one of its own")
+        raise CpuSplitError(
+            f"--server-cpus {server_cpus}: this process may use {len(cpus)} CPU(s) "
+            f"({', '.join(map(str, cpus))}); the server needs at least one and the "
+            "reader at least one of its own"
+        )
     return frozenset(cpus[:server_cpus]), frozenset(cpus[server_cpus:])
 
 

@@ -28,6 +28,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
+
 from cardhours.bench.cpus import CpuSplitError, running_on, split_cpus
 from cardhours.bench.ingest_report import cpu_model, print_report  # noqa: F401  (the CLI imports them from here)
 from cardhours.bench.ingest_timers import measure
@@ -58,16 +59,19 @@ class BenchResult:
     reader_cpus: frozenset[int] | None = None
 
     def summary(self) -> dict:
-        return {"ours_s": round(self.timings["ours"]["seconds"], 3),
-                "raw_fetch_s": round(self.timings["raw"]["seconds"], 3),
-                "client_df_s": round(self.timings["client"]["seconds"], 3),
-                "samples": self.timings["ours"]["samples"]}
+        return {
+            "ours_s": round(self.timings["ours"]["seconds"], 3),
+            "raw_fetch_s": round(self.timings["raw"]["seconds"], 3),
+            "client_df_s": round(self.timings["client"]["seconds"], 3),
+            "samples": self.timings["ours"]["samples"],
+        }
 
 
 def truncate_openmetrics(source: Path, target: Path, end: datetime) -> int:
     """Copy ``source`` without the samples at or after ``end``; the samples kept."""
-    lines = pl.scan_csv(source, has_header=False, separator="\x00", quote_char=None,
-                        new_columns=["line"], schema={"line": pl.String})
+    lines = pl.scan_csv(
+        source, has_header=False, separator="\x00", quote_char=None, new_columns=["line"], schema={"line": pl.String}
+    )
     seconds = pl.col("line").str.extract(r"(\S+)$").cast(pl.Float64, strict=False)
     limit = (end - datetime(1970, 1, 1)).total_seconds()
     comment = pl.col("line").str.starts_with("#")
@@ -77,8 +81,15 @@ def truncate_openmetrics(source: Path, target: Path, end: datetime) -> int:
 
 
 def count_samples(path: Path) -> int:
-    lines = pl.scan_csv(path, has_header=False, separator="\x00", quote_char=None, comment_prefix="#",
-                        new_columns=["line"], schema={"line": pl.String})
+    lines = pl.scan_csv(
+        path,
+        has_header=False,
+        separator="\x00",
+        quote_char=None,
+        comment_prefix="#",
+        new_columns=["line"],
+        schema={"line": pl.String},
+    )
     return lines.select(pl.len()).collect().item()
 
 
@@ -92,8 +103,17 @@ def _prepare(gpus: int, hours: int, step: int, root: Path, progress: Progress) -
         return data_dir, json.loads(marker.read_text())["samples"]
     shutil.rmtree(data_dir, ignore_errors=True)
     days = math.ceil(hours / 24)
-    sim = simulate(root / "sim", gpus=gpus, days=days, start=START, seed=SEED, step_seconds=step,
-                   metrics_format="om", cluster=CLUSTER, progress=lambda s, d, t: progress(f"simulate: {s}", d, t))
+    sim = simulate(
+        root / "sim",
+        gpus=gpus,
+        days=days,
+        start=START,
+        seed=SEED,
+        step_seconds=step,
+        metrics_format="om",
+        cluster=CLUSTER,
+        progress=lambda s, d, t: progress(f"simulate: {s}", d, t),
+    )
     om = sim.om_path
     if hours < days * 24:
         progress(f"keep the first {hours} h", 0, 0)
@@ -130,17 +150,29 @@ def _timed_rounds(config: dict, start: datetime, end: datetime, rounds: int, rep
         for name in runs:
             report(f"round {i + 1}/{rounds}: {name}", i, rounds + 1)
             runs[name].append(measure(name, config, start, end))
-    timings = {name: {**min(results, key=lambda t: t["seconds"]), "rss_mib": max(t["rss_mib"] for t in results)}
-               for name, results in runs.items()}
-    timings["ours"]["round_ratios"] = [o["seconds"] / r["seconds"] for o, r in zip(runs["ours"], runs["raw"])]
+    timings = {
+        name: {**min(results, key=lambda t: t["seconds"]), "rss_mib": max(t["rss_mib"] for t in results)}
+        for name, results in runs.items()
+    }
+    timings["ours"]["round_ratios"] = [
+        o["seconds"] / r["seconds"] for o, r in zip(runs["ours"], runs["raw"], strict=True)
+    ]
     report("client (once)", rounds, rounds + 1)
     timings["client"] = measure("client", config, start, end)
     return timings
 
 
-def run_ingest_bench(gpus: int, hours: int, step_seconds: int = 15, workdir: Path | None = None,
-                     keep: bool = False, rounds: int = 3, progress: Progress | None = None,
-                     say: Callable[[str], None] = print, server_cpus: int | None = None) -> BenchResult:
+def run_ingest_bench(
+    gpus: int,
+    hours: int,
+    step_seconds: int = 15,
+    workdir: Path | None = None,
+    keep: bool = False,
+    rounds: int = 3,
+    progress: Progress | None = None,
+    say: Callable[[str], None] = print,
+    server_cpus: int | None = None,
+) -> BenchResult:
     """The bench (module docstring); with ``server_cpus``, the server runs on that many CPUs
     of its own and the timed readers on the others (``cpus``)."""
     report = progress or (lambda stage, done, total: None)
@@ -169,4 +201,3 @@ def run_ingest_bench(gpus: int, hours: int, step_seconds: int = 15, workdir: Pat
     if timings["ours"]["samples"] != expected:
         raise BenchError(f"cardhours read {timings['ours']['samples']:,} samples, {expected:,} were back-filled")
     return BenchResult(gpus, hours, step_seconds, rounds, root, kept, expected, timings, *pinned)
-

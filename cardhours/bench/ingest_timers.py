@@ -23,7 +23,7 @@ import os
 import re
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
 WARM_UP = timedelta(minutes=5)  # each timer first reads this much, untimed (imports, first calls)
@@ -92,9 +92,14 @@ class Clock:
         cpu = time.process_time() - self.cpu
         wall, busy, times = time.perf_counter() - self.wall, _machine_busy_seconds(), os.times()
         server = _process_seconds(self.server)
-        return {"seconds": wall, "cpu_s": cpu, "user_s": times.user - self.times.user,
-                "sys_s": times.system - self.times.system, "other_cpu_s": max(busy - self.busy - cpu, 0.0),
-                "server_cpu_s": None if server is None or self.server_cpu is None else server - self.server_cpu}
+        return {
+            "seconds": wall,
+            "cpu_s": cpu,
+            "user_s": times.user - self.times.user,
+            "sys_s": times.system - self.times.system,
+            "other_cpu_s": max(busy - self.busy - cpu, 0.0),
+            "server_cpu_s": None if server is None or self.server_cpu is None else server - self.server_cpu,
+        }
 
 
 def _rss_mib() -> float:
@@ -120,10 +125,17 @@ def _timed_read(config: dict, start: datetime, end: datetime, warm_until: dateti
     long = source.read_long(start, end)
     timing = clock.stop()
     stats = source.last_report.fetch
-    return {**timing, "samples": long.samples.height, "series": long.series.height,
-            "requests": stats.answered + len(source.last_report.censuses), "refused": stats.refused,
-            "mib": stats.n_bytes / 2**20, "rss_mib": _rss_mib(), "base_rss_mib": base,
-            "in_flight": source.parallel_requests}
+    return {
+        **timing,
+        "samples": long.samples.height,
+        "series": long.series.height,
+        "requests": stats.answered + len(source.last_report.censuses),
+        "refused": stats.refused,
+        "mib": stats.n_bytes / 2**20,
+        "rss_mib": _rss_mib(),
+        "base_rss_mib": base,
+        "in_flight": source.parallel_requests,
+    }
 
 
 def ours(config: dict, start: datetime, end: datetime) -> dict:
@@ -140,7 +152,7 @@ def ours_warm(config: dict, start: datetime, end: datetime) -> dict:
 
 def request_list(source, start: datetime, end: datetime) -> list[tuple[str, dict[str, str]]]:
     """The census probes and the planned data requests of ``source.read_raw(start, end)``."""
-    from cardhours.sources.prometheus.plan import day_partitions, plan_metric, selector, seconds
+    from cardhours.sources.prometheus.plan import day_partitions, plan_metric, seconds, selector
     from cardhours.sources.prometheus.source import to_ms
 
     limits = source._limits(source.config.scrape_interval_seconds * 1000)
@@ -177,9 +189,17 @@ def raw(config: dict, start: datetime, end: datetime) -> dict:
     with ThreadPoolExecutor(max_workers=source.parallel_requests) as pool:
         n_bytes = sum(pool.map(fetch, requests))
     timing = clock.stop()
-    return {**timing, "samples": None, "series": None, "requests": len(requests), "refused": 0,
-            "mib": n_bytes / 2**20, "rss_mib": _rss_mib(), "base_rss_mib": base,
-            "in_flight": source.parallel_requests}
+    return {
+        **timing,
+        "samples": None,
+        "series": None,
+        "requests": len(requests),
+        "refused": 0,
+        "mib": n_bytes / 2**20,
+        "rss_mib": _rss_mib(),
+        "base_rss_mib": base,
+        "in_flight": source.parallel_requests,
+    }
 
 
 def client(config: dict, start: datetime, end: datetime) -> dict:
@@ -189,9 +209,10 @@ def client(config: dict, start: datetime, end: datetime) -> dict:
 
     connection = PrometheusConnect(url=config["url"], disable_ssl=not config.get("verify_tls", True))
     metrics = [config.get("metric_names", {}).get(field, field) for field in DCGM_FIELDS]
-    utc_start, utc_end = start.replace(tzinfo=timezone.utc), end.replace(tzinfo=timezone.utc)
-    MetricRangeDataFrame(connection.get_metric_range_data(metrics[0], start_time=utc_start,
-                                                          end_time=utc_start + WARM_UP))  # untimed
+    utc_start, utc_end = start.replace(tzinfo=UTC), end.replace(tzinfo=UTC)
+    MetricRangeDataFrame(
+        connection.get_metric_range_data(metrics[0], start_time=utc_start, end_time=utc_start + WARM_UP)
+    )  # untimed
     base = _rss_mib()
     clock = Clock(server_pid(config["url"])).start()
     samples = series = 0
@@ -201,8 +222,17 @@ def client(config: dict, start: datetime, end: datetime) -> dict:
             samples += len(MetricRangeDataFrame(result))
             series += len(result)
     timing = clock.stop()
-    return {**timing, "samples": samples, "series": series, "requests": len(metrics), "refused": 0,
-            "mib": None, "rss_mib": _rss_mib(), "base_rss_mib": base, "in_flight": 1}
+    return {
+        **timing,
+        "samples": samples,
+        "series": series,
+        "requests": len(metrics),
+        "refused": 0,
+        "mib": None,
+        "rss_mib": _rss_mib(),
+        "base_rss_mib": base,
+        "in_flight": 1,
+    }
 
 
 TIMERS = {"ours": ours, "raw": raw, "client": client, "ours_warm": ours_warm}

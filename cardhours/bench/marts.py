@@ -95,17 +95,31 @@ def _read_marker(marker: Path, wanted: dict) -> dict:
 def land(gpus: int, days: int, step: int, root: Path, progress: Progress) -> tuple[Path, int]:
     """Simulate and ingest every day into ``root`` (or resume/reuse); (config path, raw samples)."""
     marker = root / "bench.json"
-    wanted = {"gpus": gpus, "days": days, "step_seconds": step, "start": START.isoformat(), "seed": SEED,
-              "cluster": CLUSTER}
+    wanted = {
+        "gpus": gpus,
+        "days": days,
+        "step_seconds": step,
+        "start": START.isoformat(),
+        "seed": SEED,
+        "cluster": CLUSTER,
+    }
     state = _read_marker(marker, wanted)
     sim_dir = root / "sim"
     if "samples" not in state:
         from cardhours.simulate.run import simulate
 
         shutil.rmtree(sim_dir, ignore_errors=True)
-        result = simulate(sim_dir, gpus=gpus, days=days, start=START, seed=SEED, step_seconds=step,
-                          metrics_format="parquet", cluster=CLUSTER,
-                          progress=lambda s, d, t: progress(f"simulate: {s}", d, t))
+        result = simulate(
+            sim_dir,
+            gpus=gpus,
+            days=days,
+            start=START,
+            seed=SEED,
+            step_seconds=step,
+            metrics_format="parquet",
+            cluster=CLUSTER,
+            progress=lambda s, d, t: progress(f"simulate: {s}", d, t),
+        )
         state = {"params": wanted, "samples": result.n_samples, "ingested": []}
         marker.write_text(json.dumps(state))
     config_path = sim_dir / "cardhours.toml"
@@ -148,9 +162,17 @@ def _check_months(months: list[str]) -> None:
         raise BenchError(f"--days reaches month(s) {', '.join(missing)} that are not complete yet; use fewer days")
 
 
-def run_marts_bench(gpus: int, days: int, step_seconds: int = 15, workdir: Path | None = None, keep: bool = False,
-                    rounds: int = 1, compare_joins: bool = True, progress: Progress | None = None,
-                    say: Callable[[str], None] = print) -> MartsBenchResult:
+def run_marts_bench(
+    gpus: int,
+    days: int,
+    step_seconds: int = 15,
+    workdir: Path | None = None,
+    keep: bool = False,
+    rounds: int = 1,
+    compare_joins: bool = True,
+    progress: Progress | None = None,
+    say: Callable[[str], None] = print,
+) -> MartsBenchResult:
     report = progress or (lambda stage, done, total: None)
     months = months_of(START, days)
     _check_months(months)
@@ -183,9 +205,11 @@ def run_marts_bench(gpus: int, days: int, step_seconds: int = 15, workdir: Path 
 
 def print_report(result: MartsBenchResult, out: Console) -> None:
     """The table, then the JSON summary as the last line."""
-    table = Table(title=f"monthly marts of {result.gpus} GPUs x {result.days} days at {result.step_seconds} s "
-                        f"({result.samples:,} samples; fastest of {len(result.builds) // len(result.by_month())} "
-                        f"round(s); {os.cpu_count()} CPUs; load {result.load[0]:.2f} -> {result.load[1]:.2f})")
+    table = Table(
+        title=f"monthly marts of {result.gpus} GPUs x {result.days} days at {result.step_seconds} s "
+        f"({result.samples:,} samples; fastest of {len(result.builds) // len(result.by_month())} "
+        f"round(s); {os.cpu_count()} CPUs; load {result.load[0]:.2f} -> {result.load[1]:.2f})"
+    )
     table.add_column("month / step", no_wrap=True)
     table.add_column("s", justify="right")
     for month, builds in result.by_month().items():

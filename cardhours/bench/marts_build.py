@@ -50,15 +50,34 @@ def build_month(config_path: str, partition_key: str) -> dict:
     with DagsterInstance.ephemeral() as instance:
         base = rss_gb()
         started = time.perf_counter()
-        result = materialize(ASSETS, selection=selection, partition_key=partition_key, instance=instance,
-                             resources=resources, run_config=QUIET_RUN_CONFIG, raise_on_error=False)
+        result = materialize(
+            ASSETS,
+            selection=selection,
+            partition_key=partition_key,
+            instance=instance,
+            resources=resources,
+            run_config=QUIET_RUN_CONFIG,
+            raise_on_error=False,
+        )
         seconds = time.perf_counter() - started
-    failures = [f"{e.step_key}: {e.step_failure_data.error.message.strip()}" for e in result.all_events
-                if e.is_step_failure and e.step_failure_data and e.step_failure_data.error]
-    steps = {e.step_key: e.event_specific_data.duration_ms / 1000 for e in result.all_events
-             if e.event_type == DagsterEventType.STEP_SUCCESS}
-    return {"success": result.success, "failures": failures, "seconds": seconds, "steps": steps,
-            "peak_rss_gb": rss_gb(), "base_rss_gb": base}
+    failures = [
+        f"{e.step_key}: {e.step_failure_data.error.message.strip()}"
+        for e in result.all_events
+        if e.is_step_failure and e.step_failure_data and e.step_failure_data.error
+    ]
+    steps = {
+        e.step_key: e.event_specific_data.duration_ms / 1000
+        for e in result.all_events
+        if e.event_type == DagsterEventType.STEP_SUCCESS
+    }
+    return {
+        "success": result.success,
+        "failures": failures,
+        "seconds": seconds,
+        "steps": steps,
+        "peak_rss_gb": rss_gb(),
+        "base_rss_gb": base,
+    }
 
 
 def time_joins(config_path: str, month_start: datetime, month_end: datetime, rounds: int) -> dict:
@@ -80,15 +99,21 @@ def time_joins(config_path: str, month_start: datetime, month_end: datetime, rou
         for _ in range(rounds):
             for join, chunks in queries.items():
                 started = time.perf_counter()
-                tables[join] = pa.concat_tables([conn.sql(text, params=params).to_arrow_table() for text, params in chunks])
+                tables[join] = pa.concat_tables(
+                    [conn.sql(text, params=params).to_arrow_table() for text, params in chunks]
+                )
                 best[join] = min(best.get(join, float("inf")), time.perf_counter() - started)
         started = time.perf_counter()
         for i, (text, params) in enumerate(queries[JOINS[0]]):
             conn.execute(f"CREATE OR REPLACE TEMP TABLE bench_attributed_{i} AS {text}", params)
         ctas = time.perf_counter() - started
     first = tables[JOINS[0]]
-    return {"seconds": best, "rows": first.num_rows, "ctas_seconds": ctas,
-            "identical": all(table.equals(first) for table in tables.values())}
+    return {
+        "seconds": best,
+        "rows": first.num_rows,
+        "ctas_seconds": ctas,
+        "identical": all(table.equals(first) for table in tables.values()),
+    }
 
 
 def in_child(function, *args):

@@ -35,8 +35,9 @@ class PrometheusHarnessError(RuntimeError):
 
 def binary(name: str) -> str:
     """Path of ``prometheus`` or ``promtool``; a clear error when the package is missing."""
-    found = shutil.which(name) or next((p for p in (f"/usr/bin/{name}", f"/usr/local/bin/{name}")
-                                        if Path(p).exists()), None)
+    found = shutil.which(name) or next(
+        (p for p in (f"/usr/bin/{name}", f"/usr/local/bin/{name}") if Path(p).exists()), None
+    )
     if found is None:
         raise PrometheusHarnessError(f"{name} is not installed: {PACKAGE_HINT}")
     return found
@@ -48,12 +49,17 @@ def backfill(om_files: Iterable[Path | str], data_dir: Path | str, timeout: floa
     data_dir.mkdir(parents=True, exist_ok=True)
     before = {p.parent for p in data_dir.glob("*/meta.json")}
     for om in om_files:
-        done = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(om), str(data_dir)],
-                              capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            [promtool, "tsdb", "create-blocks-from", "openmetrics", str(om), str(data_dir)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if done.returncode != 0:
             raise PrometheusHarnessError(
                 f"promtool tsdb create-blocks-from openmetrics {om} {data_dir} failed "
-                f"(exit {done.returncode}):\n{done.stderr.strip() or done.stdout.strip()}")
+                f"(exit {done.returncode}):\n{done.stderr.strip() or done.stdout.strip()}"
+            )
     return sorted({p.parent for p in data_dir.glob("*/meta.json")} - before)
 
 
@@ -66,9 +72,16 @@ def free_port() -> int:
 class PrometheusServer:
     """``with PrometheusServer(data_dir, workdir) as server: server.url``."""
 
-    def __init__(self, data_dir: Path | str, workdir: Path | str, *, extra_args: Sequence[str] = (),
-                 ready_timeout: float = 120.0, stop_timeout: float = 15.0,
-                 cpus: Collection[int] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path | str,
+        workdir: Path | str,
+        *,
+        extra_args: Sequence[str] = (),
+        ready_timeout: float = 120.0,
+        stop_timeout: float = 15.0,
+        cpus: Collection[int] | None = None,
+    ) -> None:
         self.data_dir, self.workdir = Path(data_dir), Path(workdir)
         self.extra_args = list(extra_args)
         self.cpus = None if cpus is None else frozenset(cpus)  # the server's CPUs (Linux affinity); None: any
@@ -86,9 +99,14 @@ class PrometheusServer:
     def command(self, port: int) -> list[str]:
         config = self.workdir / "prometheus.yml"
         config.write_text(CONFIG)
-        return [binary("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={self.data_dir}",
-                "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}",
-                *self.extra_args]
+        return [
+            binary("prometheus"),
+            f"--config.file={config}",
+            f"--storage.tsdb.path={self.data_dir}",
+            "--storage.tsdb.retention.time=100y",
+            f"--web.listen-address=127.0.0.1:{port}",
+            *self.extra_args,
+        ]
 
     def start(self) -> PrometheusServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -96,15 +114,21 @@ class PrometheusServer:
         for _ in range(3):  # a free port can be taken between probing and binding
             self.port = free_port()
             with self.log_path.open("wb") as log:
-                self._process = subprocess.Popen(self.command(self.port), stdout=log, stderr=subprocess.STDOUT,
-                                                 preexec_fn=None if self.cpus is None else self._pin)
+                self._process = subprocess.Popen(
+                    self.command(self.port),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=None if self.cpus is None else self._pin,
+                )
             if self._wait_ready():
                 return self
             if "address already in use" not in self.log():
                 break
         self.stop()
-        raise PrometheusHarnessError(f"prometheus did not become ready on {self.url} within "
-                                     f"{self.ready_timeout:.0f} s; its log ends:\n{self.log()[-LOG_TAIL:]}")
+        raise PrometheusHarnessError(
+            f"prometheus did not become ready on {self.url} within "
+            f"{self.ready_timeout:.0f} s; its log ends:\n{self.log()[-LOG_TAIL:]}"
+        )
 
     def _pin(self) -> None:
         """In the child before exec: run on ``cpus`` only (every thread the server starts inherits it)."""
@@ -142,6 +166,7 @@ class PrometheusServer:
     def __enter__(self) -> PrometheusServer:
         return self.start()
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.stop()

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 PROBE_SPAN_MS = 3_600_000  # raw samples of one series over at most an hour: a small answer
 
 
-def probe_left_open(client: PrometheusClient, metric: str, base_selector: str, start_ms: int,
-                    end_ms: int) -> bool | None:
+def probe_left_open(
+    client: PrometheusClient, metric: str, base_selector: str, start_ms: int, end_ms: int
+) -> bool | None:
     """True when ``(t - r, t]``, False when ``[t - r, t]``; None when it cannot be told (no
     series of ``metric`` with a sample in ``[start_ms, end_ms)``). Request errors are raised."""
     end_ms = min(end_ms, start_ms + PROBE_SPAN_MS)
@@ -61,5 +62,8 @@ def _result(client: PrometheusClient, query: str, at_ms: int, window: str, kind:
 
 def _times(client: PrometheusClient, query: str, at_ms: int, window: str) -> list[int]:
     """The sample times (ms, ascending) of ``query``'s answer (a matrix) at ``at_ms``."""
-    return sorted(round(float(t) * 1000) for series in _result(client, query, at_ms, window, "matrix")
-                  for t, _ in series.get("values") or [])
+    return sorted(
+        round(float(t) * 1000)
+        for series in _result(client, query, at_ms, window, "matrix")
+        for t, _ in series.get("values") or []
+    )

@@ -18,8 +18,15 @@ from cardhours.sources.prometheus.decode import DecodeError, decode_data, decode
 from cardhours.sources.prometheus.promql import HOST_LABELS, host_shard_matchers, seconds, selector
 
 
-def list_series(client: PrometheusClient, metric: str, base_selector: str, start_ms: int, end_ms: int,
-                window: str, shard_labels: tuple[str, ...] = HOST_LABELS) -> tuple[list[dict[str, str]], int]:
+def list_series(
+    client: PrometheusClient,
+    metric: str,
+    base_selector: str,
+    start_ms: int,
+    end_ms: int,
+    window: str,
+    shard_labels: tuple[str, ...] = HOST_LABELS,
+) -> tuple[list[dict[str, str]], int]:
     """Label sets of ``metric``'s series with samples in ``[start_ms, end_ms)``, and how many
     shards (by the values of ``shard_labels``: the host labels unless given) they took (0: one
     listing)."""
@@ -29,8 +36,9 @@ def list_series(client: PrometheusClient, metric: str, base_selector: str, start
     except PrometheusQueryError as exc:
         if not exc.too_many_samples:
             raise
-    shards = [(label, hosts) for label in shard_labels
-              if (hosts := _hosts(client, label, match, start_ms, end_ms, window))]
+    shards = [
+        (label, hosts) for label in shard_labels if (hosts := _hosts(client, label, match, start_ms, end_ms, window))
+    ]
     shards.append((None, ()))  # series with none of the labels
     found: list[dict[str, str]] = []
     listed = 0
@@ -57,11 +65,17 @@ def _series(client: PrometheusClient, match: str, start_ms: int, end_ms: int, wi
         raise client.undecodable("/api/v1/series", match, window, exc) from exc
 
 
-def _hosts(client: PrometheusClient, label: str, match: str, start_ms: int, end_ms: int, window: str) -> tuple[str, ...]:
+def _hosts(
+    client: PrometheusClient, label: str, match: str, start_ms: int, end_ms: int, window: str
+) -> tuple[str, ...]:
     """The values of ``label`` among ``match``'s series, sorted (empty ones left out)."""
     path = f"/api/v1/label/{label}/values"
-    body = client.get(path, {"match[]": match, "start": seconds(start_ms), "end": seconds(end_ms - 1)},
-                      query=f"{label} values of {match}", window=window)
+    body = client.get(
+        path,
+        {"match[]": match, "start": seconds(start_ms), "end": seconds(end_ms - 1)},
+        query=f"{label} values of {match}",
+        window=window,
+    )
     try:
         values = decode_data(body)
     except DecodeError as exc:

@@ -22,7 +22,6 @@ import numpy as np
 from cardhours.sources.prometheus.decode import DecodeError, parse_labels
 from cardhours.sources.prometheus.plan import Request
 
-
 SeriesKey = tuple[str, ...]  # (metric name, then each label's name and value, in label-name order)
 
 
@@ -42,7 +41,9 @@ class SeriesIndex:
         self.labels: list[dict[str, str]] = []
         self._by_key: dict[SeriesKey, int] = {}
         self._by_text: dict[str, dict[bytes, int]] = {}
-        self._rests: dict[bytes, tuple[dict[str, str], SeriesKey, SeriesKey]] = {}  # text less __name__ -> labels, key halves
+        self._rests: dict[
+            bytes, tuple[dict[str, str], SeriesKey, SeriesKey]
+        ] = {}  # text less __name__ -> labels, key halves
         self._lock = threading.Lock()
 
     def ids(self, metric: str, series: Sequence[bytes] | Sequence[Mapping[str, str]]) -> np.ndarray:
@@ -67,19 +68,22 @@ class SeriesIndex:
         member = b'"__name__":' + json.dumps(metric).encode() + b","
         rests = {text: rest for text in texts if len(rest := text.replace(member, b"", 1)) < len(text)}
         unparsed = [rest for rest in dict.fromkeys(rests.values()) if rest not in self._rests]
-        for rest, labels in zip(unparsed, _parse_all(unparsed)):
+        for rest, labels in zip(unparsed, _parse_all(unparsed), strict=True):
             flat = tuple(chain.from_iterable(sorted(labels.items())))
             cut = next((i for i in range(0, len(flat), 2) if flat[i] > "__name__"), len(flat))
             self._rests[rest] = labels, flat[:cut], flat[cut:]
         whole = [text for text in texts if text not in rests or "__name__" in self._rests[rests[text]][0]]
-        parsed = dict(zip(whole, _parse_all(whole)))  # written otherwise, or a second __name__: parsed whole
+        parsed = dict(
+            zip(whole, _parse_all(whole), strict=True)
+        )  # written otherwise, or a second __name__: parsed whole
         for text in texts:  # ids in first-seen order
             if text in parsed:
                 known[text] = self._register(metric, parsed[text])
             else:
                 labels, before, after = self._rests[rests[text]]
-                known[text] = self._insert((metric, *before, "__name__", metric, *after),
-                                           lambda: {"__name__": metric, **labels})
+                known[text] = self._insert(
+                    (metric, *before, "__name__", metric, *after), lambda labels=labels: {"__name__": metric, **labels}
+                )
 
     def _register(self, metric: str, labels: Mapping[str, str]) -> int:
         """The id of ``labels`` (kept as given: callers hand over label sets they do not change)."""
@@ -110,8 +114,12 @@ def _parse_all(texts: list[bytes]) -> list[dict[str, str]]:
         label_sets = json.loads(b"[" + b",".join(texts) + b"]")
     except ValueError:
         label_sets = None
-    if not isinstance(label_sets, list) or len(label_sets) != len(texts) or {type(x) for x in label_sets} != {dict} \
-            or not {type(v) for labels in label_sets for v in labels.values()} <= {str}:
+    if (
+        not isinstance(label_sets, list)
+        or len(label_sets) != len(texts)
+        or {type(x) for x in label_sets} != {dict}
+        or not {type(v) for labels in label_sets for v in labels.values()} <= {str}
+    ):
         try:
             return [parse_labels(text) for text in texts]
         except ValueError as exc:
@@ -134,15 +142,15 @@ class Chunk:
 
     def samples(self) -> tuple[np.ndarray, np.ndarray]:
         """The window's (ts_us, values), series after series."""
-        pieces = [slice(o, o + n) for o, n in zip(self.offsets.tolist(), self.lengths.tolist()) if n]
+        pieces = [slice(o, o + n) for o, n in zip(self.offsets.tolist(), self.lengths.tolist(), strict=True) if n]
         if not pieces:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         return (np.concatenate([self.ts_us[p] for p in pieces]), np.concatenate([self.values[p] for p in pieces]))
 
 
-
-def window_blocks(ts_us: np.ndarray, counts: np.ndarray, start_us: int,
-                  end_us: int) -> tuple[np.ndarray, np.ndarray] | None:
+def window_blocks(
+    ts_us: np.ndarray, counts: np.ndarray, start_us: int, end_us: int
+) -> tuple[np.ndarray, np.ndarray] | None:
     """(offset, length) per series of its samples in ``[start_us, end_us)``; None when a
     series' timestamps are out of order (then only a copy can cut the window). One compiled
     pass (``jit_values.window_spans``)."""

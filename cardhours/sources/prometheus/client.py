@@ -46,19 +46,30 @@ POST_ABOVE = 4096  # longer parameter strings (many host shards) go in a POST bo
 # the maximum number of samples"), VictoriaMetrics ("cannot select more than
 # -search.maxSamplesPerQuery=N samples", "-search.maxSamplesPerSeries"). Series:
 # VictoriaMetrics ("the number of matching timeseries exceeds N"), Mimir (its error id).
-TOO_MANY_SAMPLES = ("too many samples", "max-samples", "exceeded the maximum number of samples",
-                    "-search.maxsamplesperquery", "-search.maxsamplesperseries",
-                    "the number of matching timeseries exceeds", "err-mimir-max-series-per-query")
+TOO_MANY_SAMPLES = (
+    "too many samples",
+    "max-samples",
+    "exceeded the maximum number of samples",
+    "-search.maxsamplesperquery",
+    "-search.maxsamplesperseries",
+    "the number of matching timeseries exceeds",
+    "err-mimir-max-series-per-query",
+)
 # urllib3's errors come from reading the body directly (a short body is IncompleteRead).
-TRANSPORT_ERRORS = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
-                    urllib3.exceptions.HTTPError)
+TRANSPORT_ERRORS = (
+    requests.ConnectionError,
+    requests.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    urllib3.exceptions.HTTPError,
+)
 
 
 class PrometheusQueryError(MetricsSourceError):
     """A request failed for good (after retries, or refused outright)."""
 
-    def __init__(self, message: str, *, url: str, query: str, window: str, status: int | None,
-                 error: str, attempts: int) -> None:
+    def __init__(
+        self, message: str, *, url: str, query: str, window: str, status: int | None, error: str, attempts: int
+    ) -> None:
         super().__init__(message)
         self.url, self.query, self.window, self.status = url, query, window, status
         self.error, self.attempts = error, attempts
@@ -175,15 +186,31 @@ class PrometheusClient:
     slow WAN link compression can pay off.
     """
 
-    def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, auth: tuple[str, str] | None = None,
-                 verify: bool | str = True, timeout_seconds: float = 60.0, max_retries: int = 5,
-                 pool_size: int = 10, compress: bool = False, backoff: Backoff | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: tuple[str, str] | None = None,
+        verify: bool | str = True,
+        timeout_seconds: float = 60.0,
+        max_retries: int = 5,
+        pool_size: int = 10,
+        compress: bool = False,
+        backoff: Backoff | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         session = requests.Session()
         session.verify = verify
         self.url = without_userinfo(url.rstrip("/"))  # credentials come from ``headers``/``auth`` only
-        self.connection = PrometheusConnect(url=self.url, headers=dict(headers or {}), auth=auth,
-                                            retry=NO_RETRY, session=session, timeout=timeout_seconds)
+        self.connection = PrometheusConnect(
+            url=self.url,
+            headers=dict(headers or {}),
+            auth=auth,
+            retry=NO_RETRY,
+            session=session,
+            timeout=timeout_seconds,
+        )
         self._auth = _ConfiguredAuth(auth)
         adapter = HTTPAdapter(pool_connections=1, pool_maxsize=max(pool_size, 1), max_retries=NO_RETRY)
         session.mount(self.url, adapter)
@@ -195,14 +222,22 @@ class PrometheusClient:
         self._sleep = sleep
 
     @classmethod
-    def from_config(cls, config: PrometheusConfig, environ: Mapping[str, str] | None = None,
-                    **options: object) -> PrometheusClient:
+    def from_config(
+        cls, config: PrometheusConfig, environ: Mapping[str, str] | None = None, **options: object
+    ) -> PrometheusClient:
         """Credentials are read from the environment now (not at import)."""
         headers, auth = auth_from_env(config, os.environ if environ is None else environ)
         verify: bool | str = str(config.ca_bundle) if config.verify_tls and config.ca_bundle else config.verify_tls
-        return cls(config.url, headers=headers, auth=auth, verify=verify, timeout_seconds=config.timeout_seconds,
-                   max_retries=config.max_retries,
-                   pool_size=parallel_requests(config.max_parallel_requests, config.url), **options)
+        return cls(
+            config.url,
+            headers=headers,
+            auth=auth,
+            verify=verify,
+            timeout_seconds=config.timeout_seconds,
+            max_retries=config.max_retries,
+            pool_size=parallel_requests(config.max_parallel_requests, config.url),
+            **options,
+        )
 
     def close(self) -> None:
         self.connection.close()
@@ -210,11 +245,19 @@ class PrometheusClient:
     def undecodable(self, path: str, query: str, window: str, reason: Exception) -> PrometheusQueryError:
         """The error for a 200 answer that is not what was asked for (never used as data)."""
         url = redact_url(self.url + path)
-        return PrometheusQueryError(f"undecodable answer from {url} for query {query!r} window {window}: {reason}",
-                                    url=url, query=query, window=window, status=200, error=str(reason), attempts=1)
+        return PrometheusQueryError(
+            f"undecodable answer from {url} for query {query!r} window {window}: {reason}",
+            url=url,
+            query=query,
+            window=window,
+            status=200,
+            error=str(reason),
+            attempts=1,
+        )
 
-    def get(self, path: str, params: Mapping[str, str], *, query: str, window: str,
-            into: Scratch | None = None) -> bytes | np.ndarray:
+    def get(
+        self, path: str, params: Mapping[str, str], *, query: str, window: str, into: Scratch | None = None
+    ) -> bytes | np.ndarray:
         """The body of a 200 answer to ``path?params``; ``query``/``window`` only name it in errors.
         With ``into``, usually a uint8 array over a buffer from it (``body.read_into``: the
         caller gives it back), else ``bytes``."""
@@ -229,12 +272,21 @@ class PrometheusClient:
             self._sleep(self.backoff.delay(attempt, outcome.retry_after))
             attempt += 1
 
-    def _attempt(self, url: str, params: Mapping[str, str], into: Scratch | None = None) -> bytes | np.ndarray | _Failure:
+    def _attempt(
+        self, url: str, params: Mapping[str, str], into: Scratch | None = None
+    ) -> bytes | np.ndarray | _Failure:
         post = len(urlencode(params)) > POST_ABOVE
         try:
             response = self._session.request(
-                "POST" if post else "GET", url, params=None if post else params, data=params if post else None,
-                headers=self._headers, auth=self._auth, timeout=self.timeout_seconds, stream=True)
+                "POST" if post else "GET",
+                url,
+                params=None if post else params,
+                data=params if post else None,
+                headers=self._headers,
+                auth=self._auth,
+                timeout=self.timeout_seconds,
+                stream=True,
+            )
             body = _read_body(response, into)
         except TRANSPORT_ERRORS as exc:
             tls = isinstance(exc, requests.exceptions.SSLError)
@@ -248,7 +300,16 @@ class PrometheusClient:
     def _error(self, url: str, query: str, window: str, failure: _Failure, attempts: int) -> PrometheusQueryError:
         shown = redact_url(url)
         status = f"HTTP {failure.status}" if failure.status is not None else "no HTTP response"
-        message = (f"Prometheus request failed after {attempts} attempt(s): {shown} query {query!r} "
-                   f"window {window}: {status}: {failure.error}")
-        return PrometheusQueryError(message, url=shown, query=query, window=window, status=failure.status,
-                                    error=failure.error, attempts=attempts)
+        message = (
+            f"Prometheus request failed after {attempts} attempt(s): {shown} query {query!r} "
+            f"window {window}: {status}: {failure.error}"
+        )
+        return PrometheusQueryError(
+            message,
+            url=shown,
+            query=query,
+            window=window,
+            status=failure.status,
+            error=failure.error,
+            attempts=attempts,
+        )

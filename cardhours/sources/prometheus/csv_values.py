@@ -30,8 +30,9 @@ TO_CSV = bytes.maketrans(b"[", b"\n")
 TO_CSV_DROP = b'"]'
 _READ = pacsv.ReadOptions(column_names=["t", "v", "last"], block_size=1 << 22)
 _PARSE = pacsv.ParseOptions(quote_char=False)
-_CONVERT = pacsv.ConvertOptions(column_types={"t": pa.float64(), "v": pa.float64(), "last": pa.int8()},
-                                null_values=[""])
+_CONVERT = pacsv.ConvertOptions(
+    column_types={"t": pa.float64(), "v": pa.float64(), "last": pa.int8()}, null_values=[""]
+)
 
 
 def pooled(n: int, dtype: type[np.generic]) -> np.ndarray:
@@ -88,8 +89,11 @@ def parse_values_csv(body: bytes, bounds: Bounds, threads: bool = False) -> tupl
     come out of Arrow without a copy; the fetch runs several of these at once. ``threads``
     lets pyarrow cut the text into 4 MiB blocks parsed on its own thread pool."""
     text = csv_rows(body, bounds)
-    read = _READ if threads else pacsv.ReadOptions(column_names=_READ.column_names, use_threads=False,
-                                                   block_size=text.size + 1)
+    read = (
+        _READ
+        if threads
+        else pacsv.ReadOptions(column_names=_READ.column_names, use_threads=False, block_size=text.size + 1)
+    )
     table = pacsv.read_csv(pa.BufferReader(text), read_options=read, parse_options=_PARSE, convert_options=_CONVERT)
     del text
     if table.column("t").null_count or table.column("v").null_count:

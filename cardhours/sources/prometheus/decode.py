@@ -26,7 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from cardhours.sources.prometheus.csv_values import (  # noqa: F401  (csv_text: benchmarks/prom_decode.py)
-    Bounds, csv_text, micros, parse_values_csv, pooled,
+    Bounds,
+    csv_text,
+    micros,
+    parse_values_csv,
+    pooled,
 )
 from cardhours.sources.prometheus.errors import DecodeError
 from cardhours.sources.prometheus.scratch import Scratch
@@ -89,15 +93,16 @@ def _load_success(body: bytes) -> dict:
     if doc.get("warnings"):
         raise DecodeError(f"server returned warnings (the data may be partial): {doc['warnings']}")
     if doc.get("isPartial") is True:  # VictoriaMetrics' cluster: some storage nodes did not answer
-        raise DecodeError("server answered isPartial: true (some of its storage nodes did not answer): "
-                          "the data may be incomplete")
+        raise DecodeError(
+            "server answered isPartial: true (some of its storage nodes did not answer): the data may be incomplete"
+        )
     return doc
 
 
 def matrix_start(body: bytes | memoryview) -> int | None:
     """Where the series of a successful matrix answer in the compact layout begin, or None."""
     for prefix in (SUCCESS_MATRIX, COMPLETE_MATRIX):
-        if bytes(body[:len(prefix)]) == prefix:
+        if bytes(body[: len(prefix)]) == prefix:
             return len(prefix)
     return None
 
@@ -122,14 +127,14 @@ def _scan(body: bytes) -> tuple[list[bytes], Bounds] | None:
         first = at + len(VALUES) - 1  # the values list's "["
         after = body.find(b"{", first)
         end = body.find(b"]}", first) if after < 0 else after - 3  # the values list's "]"
-        if after >= 0 and body[after - 2:after] != b"},":
+        if after >= 0 and body[after - 2 : after] != b"},":
             return None
-        if end < 0 or body[end - 1:end + 1] not in (b"]]", b"[]"):
+        if end < 0 or body[end - 1 : end + 1] not in (b"]]", b"[]"):
             return None
-        texts.append(body[pos + len(METRIC):at])
+        texts.append(body[pos + len(METRIC) : at])
         bounds.append((first + 1, end))
         if after < 0:
-            tail = body[end + 2:]
+            tail = body[end + 2 :]
             return (texts, bounds) if tail.startswith(b"]}") and b'"warnings"' not in tail else None
         pos = after
 
@@ -157,8 +162,9 @@ def _locate(body: bytes) -> tuple[list[dict[str, str]], list[memoryview], list[b
     return labels, [view[a:b] for a, b in bounds], [a == b for a, b in bounds]
 
 
-def parse_values(body: bytes, bounds: Bounds, shift_ms: int = 0,
-                 scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def parse_values(
+    body: bytes, bounds: Bounds, shift_ms: int = 0, scratch: Scratch | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(samples per list, timestamps as int64 microseconds less ``shift_ms``, values) of the
     values lists ``body[start:end]`` (none empty): :func:`jit_values.read_lists`, or
     :func:`parse_values_csv` when that kernel does not read the layout. The kernel's arrays
@@ -172,8 +178,9 @@ def parse_values(body: bytes, bounds: Bounds, shift_ms: int = 0,
     room = jit_values.max_samples(starts, ends)
     ts_us, values, counts = take(room, np.int64), take(room, np.float64), np.empty(len(bounds), np.int64)
     slow = np.empty((max(1024, room // 64), 3), np.int64)
-    status, n, n_slow, _ = jit_values.read_lists(np.frombuffer(body, np.uint8), jit_values.words_of(body), starts, ends,
-                                                 shift_ms, ts_us, values, counts, slow)
+    status, n, n_slow, _ = jit_values.read_lists(
+        np.frombuffer(body, np.uint8), jit_values.words_of(body), starts, ends, shift_ms, ts_us, values, counts, slow
+    )
     if status == jit_values.OK and jit_values.finish_slow(body, slow[:n_slow], values):
         return counts, ts_us[:n], values[:n]
     if scratch is not None:
@@ -217,7 +224,7 @@ def decode_columns(body: bytes, shift_ms: int = 0, scratch: Scratch | None = Non
     if not full:
         return Columns([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
     if len(full) < len(texts):
-        texts = [text for text, (a, b) in zip(texts, bounds) if a < b]
+        texts = [text for text, (a, b) in zip(texts, bounds, strict=True) if a < b]
     return Columns(texts, *parse_values(body, full, shift_ms, scratch))
 
 

@@ -79,24 +79,35 @@ def place_energy(long: LongSamples, metric_fields: Mapping[str, str], start_us: 
     if energy_ids.is_empty():
         return long
     is_energy = pl.col("series_id").is_in(energy_ids.get_column("series_id").implode())
-    energy = (long.samples.filter(is_energy).join(energy_ids, on="series_id")
-              .select("series_id", "_instance", "_logical", pl.col("ts").dt.epoch("us").alias("_ts"), "value"))
+    energy = (
+        long.samples.filter(is_energy)
+        .join(energy_ids, on="series_id")
+        .select("series_id", "_instance", "_logical", pl.col("ts").dt.epoch("us").alias("_ts"), "value")
+    )
     points, buckets = _points(energy, start_us, step_us)
     # Energy series: their logical series' points, in the buckets they have readings in.
-    read_in = energy.select("series_id", "_logical", (start_us + (pl.col("_ts") - start_us) // step_us * step_us)
-                            .alias("_bucket")).unique()
+    read_in = energy.select(
+        "series_id", "_logical", (start_us + (pl.col("_ts") - start_us) // step_us * step_us).alias("_bucket")
+    ).unique()
     energy_points = read_in.join(points, on=["_logical", "_bucket"]).select("series_id", "_at", "value")
     # Other fields: moved with their row where the bucket holds several segments.
     others = long.samples.filter(~is_energy)
     if buckets.height:
         moving = norm.join(buckets, on="_logical").select("series_id", pl.col("_bucket").alias("_ts"), "_at")
-        others = (others.with_columns(pl.col("ts").dt.epoch("us").alias("_ts"))
-                  .join(moving, on=["series_id", "_ts"], how="left", maintain_order="left")
-                  .select("series_id", pl.from_epoch(pl.coalesce("_at", "_ts"), time_unit="us").alias("ts"), "value"))
-    placed = energy_points.select(pl.col("series_id").cast(pl.UInt32), pl.from_epoch("_at", time_unit="us").alias("ts"),
-                                  pl.col("value").cast(pl.Float64)).sort("series_id", "ts")
+        others = (
+            others.with_columns(pl.col("ts").dt.epoch("us").alias("_ts"))
+            .join(moving, on=["series_id", "_ts"], how="left", maintain_order="left")
+            .select("series_id", pl.from_epoch(pl.coalesce("_at", "_ts"), time_unit="us").alias("ts"), "value")
+        )
+    placed = energy_points.select(
+        pl.col("series_id").cast(pl.UInt32),
+        pl.from_epoch("_at", time_unit="us").alias("ts"),
+        pl.col("value").cast(pl.Float64),
+    ).sort("series_id", "ts")
     # Series are disjoint between the two (each sorted by series_id, ts): merging on series_id is a full order.
-    samples = others.cast(SAMPLES_SCHEMA).set_sorted("series_id").merge_sorted(placed.set_sorted("series_id"), "series_id")
+    samples = (
+        others.cast(SAMPLES_SCHEMA).set_sorted("series_id").merge_sorted(placed.set_sorted("series_id"), "series_id")
+    )
     return LongSamples(long.series, samples)
 
 
@@ -159,6 +170,9 @@ def _points(energy: pl.DataFrame, start_us: int, step_us: int) -> tuple[pl.DataF
     at = np.where(several, k_ts[ends][end_of_point], bucket)
     points = pl.DataFrame({"_logical": logi[at_end], "_bucket": bucket, "_at": at, "value": value[at_read]})
     # The row of a logical series moves to its last segment end in a bucket with several segments.
-    moves = (points.filter(pl.Series(several)).group_by("_logical", "_bucket").agg(pl.col("_at").max())
-             if several.any() else points.clear().select("_logical", "_bucket", "_at"))
+    moves = (
+        points.filter(pl.Series(several)).group_by("_logical", "_bucket").agg(pl.col("_at").max())
+        if several.any()
+        else points.clear().select("_logical", "_bucket", "_at")
+    )
     return points, moves

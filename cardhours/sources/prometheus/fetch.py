@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 
 from cardhours.sources.prometheus import LongSamples
@@ -28,8 +28,8 @@ from cardhours.sources.prometheus.chunks import Chunk, SeriesIndex
 from cardhours.sources.prometheus.client import PrometheusClient, PrometheusQueryError
 from cardhours.sources.prometheus.decode import DecodeError
 from cardhours.sources.prometheus.place import Body, Scanned, scan
-from cardhours.sources.prometheus.pools import Pools
 from cardhours.sources.prometheus.plan import DAY_MS, Census, PlanError, Request, split_refused
+from cardhours.sources.prometheus.pools import Pools
 from cardhours.sources.prometheus.scratch import Scratch
 
 
@@ -47,8 +47,10 @@ class FetchStats:
 
 def window_text(start_ms: int, end_ms: int) -> str:
     """``[2026-03-02T00:00:00.000Z, 2026-03-03T00:00:00.000Z)``."""
+
     def iso(ms: int) -> str:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
     return f"[{iso(start_ms)}, {iso(end_ms)})"
 
 
@@ -62,8 +64,9 @@ def describe(request: Request) -> str:
     return window_text(request.start_ms, request.end_ms) + shard
 
 
-def fetch_body(client: PrometheusClient, request: Request, selector: str,
-               into: Scratch | None = None) -> tuple[Body, Callable[[DecodeError], Exception]]:
+def fetch_body(
+    client: PrometheusClient, request: Request, selector: str, into: Scratch | None = None
+) -> tuple[Body, Callable[[DecodeError], Exception]]:
     """The answer's body (in a buffer from ``into`` when given), and how to report it
     undecodable (naming URL, query and window)."""
     path, params = request.http(selector)
@@ -72,8 +75,13 @@ def fetch_body(client: PrometheusClient, request: Request, selector: str,
     return body, partial(client.undecodable, path, params["query"], window)
 
 
-def fetch_one(client: PrometheusClient, request: Request, selector: str, index: SeriesIndex | None = None,
-              scratch: Scratch | None = None) -> Chunk:
+def fetch_one(
+    client: PrometheusClient,
+    request: Request,
+    selector: str,
+    index: SeriesIndex | None = None,
+    scratch: Scratch | None = None,
+) -> Chunk:
     """One request, decoded the reference way (``assemble.decode_chunk``)."""
     body, undecodable = fetch_body(client, request, selector)
     try:
@@ -82,8 +90,9 @@ def fetch_one(client: PrometheusClient, request: Request, selector: str, index: 
         raise undecodable(exc) from exc
 
 
-def scan_answer(body: Body, undecodable: Callable[[DecodeError], Exception], request: Request,
-                assembly: Assembly) -> Scanned | Chunk:
+def scan_answer(
+    body: Body, undecodable: Callable[[DecodeError], Exception], request: Request, assembly: Assembly
+) -> Scanned | Chunk:
     """One answer scanned for placed decoding (``place.scan``), else decoded the reference way."""
     try:
         scanned = scan(body, request, assembly.index)
@@ -96,9 +105,16 @@ def scan_answer(body: Body, undecodable: Callable[[DecodeError], Exception], req
     return chunk
 
 
-def fetch_all(client: PrometheusClient, partitions: list[Partition], *, probe: Callable[[str, int, int], Census],
-              plan: Callable[[Census, int, int], list[Request]], selector: str, max_parallel: int,
-              min_span_ms: int) -> tuple[list[Census], LongSamples, FetchStats]:
+def fetch_all(
+    client: PrometheusClient,
+    partitions: list[tuple[str, int, int]],  # (metric, start ms, end ms)
+    *,
+    probe: Callable[[str, int, int], Census],
+    plan: Callable[[Census, int, int], list[Request]],
+    selector: str,
+    max_parallel: int,
+    min_span_ms: int,
+) -> tuple[list[Census], LongSamples, FetchStats]:
     """Probe each partition, plan it as soon as its census is in, fetch every request (refused ones
     split); all on one pool, so probes overlap fetches. Each body is scanned on the decoding
     thread as soon as it is in; once a metric's last answer is scanned, its answers are decoded
@@ -160,8 +176,13 @@ def _named(request: Request, selector: str) -> tuple[str, str, str]:
     return path, params["query"], describe(request)
 
 
-def _refused(future: Future[tuple[Body, Callable]], request: Request, censuses: Mapping[tuple[str, int], Census],
-             min_span_ms: int, stats: FetchStats) -> list[Request] | None:
+def _refused(
+    future: Future[tuple[Body, Callable]],
+    request: Request,
+    censuses: Mapping[tuple[str, int], Census],
+    min_span_ms: int,
+    stats: FetchStats,
+) -> list[Request] | None:
     """The parts of a request the server refused for its size; None when it was answered.
     Any other failure is raised."""
     exc = future.exception()

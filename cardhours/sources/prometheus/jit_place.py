@@ -3,9 +3,9 @@ into their place in the metric's output arrays (``place``).
 
 :func:`scan_lists` finds each series' labels text and values list (the next series'
 ``{`` is the end of a list: ``{`` never occurs in one), counts the list's samples (its
-``[``) on the way, and reads only its first and last timestamps: a range selector's answer holds at most one sample before the
-request's window (at ``start - 1 ms`` on Prometheus 2.x) and one at its end (``end``,
-which belongs to the next request), so those two decide how many of the list's samples
+``[``) on the way, and reads only its first and last timestamps: a range selector's answer
+holds at most one sample before the request's window (at ``start - 1 ms`` on Prometheus 2.x)
+and one at its end (``end``, which belongs to the next request), so those two decide how many of the list's samples
 are in the window. The count is a claim, not a trust: ``jit_values.decode_lists`` checks
 every list kept exactly that many samples, in increasing time order, and the response is
 decoded another way when not.
@@ -68,7 +68,7 @@ def _next_series(body, pos):  # pragma: no cover - compiled
     n = 0
     size = body.shape[0]
     while pos < size:
-        block = body[pos:min(pos + BLOCK, size)]
+        block = body[pos : min(pos + BLOCK, size)]
         braces = 0
         brackets = 0
         for i in range(block.shape[0]):

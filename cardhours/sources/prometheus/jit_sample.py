@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 from numba import int64, njit, uint64
 
-_POW10 = np.array([10.0 ** i for i in range(23)], np.float64)  # all exact in float64
+_POW10 = np.array([10.0**i for i in range(23)], np.float64)  # all exact in float64
 _MS_SCALE = np.array([1000, 100, 10, 1], np.int64)  # by number of decimals of the seconds
-MAX_EXACT = 2 ** 53
+MAX_EXACT = 2**53
 
 # Eight ASCII digits at once (SWAR) in a little-endian uint64: a timestamp's first 8 digits.
 _ZEROS = np.uint64(0x3030303030303030)

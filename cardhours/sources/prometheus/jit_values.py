@@ -47,8 +47,9 @@ def words_of(body: bytes) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def decode_lists(body, words, starts, ends, shift_ms, lo_us, hi_us, dest, expected, rank,
-                 ts_us, values, series, counts, slow):  # pragma: no cover - compiled
+def decode_lists(
+    body, words, starts, ends, shift_ms, lo_us, hi_us, dest, expected, rank, ts_us, values, series, counts, slow
+):  # pragma: no cover - compiled
     """Decode the lists ``body[starts[i]:ends[i]]`` (``words``: :func:`words_of` the body),
     keeping samples with ``lo_us <= ts < hi_us``: ``counts[i]`` of list ``i``.
 
@@ -187,8 +188,23 @@ def read_lists(body, words, starts, ends, shift_ms, ts_us, values, counts, slow)
     """Every sample of the lists ``body[starts[i]:ends[i]]``, series after series, into
     ``ts_us``/``values`` (room for :func:`max_samples`): :func:`decode_lists`, sequential."""
     none = np.zeros(0, np.int64)
-    return decode_lists(body, words, starts, ends, shift_ms, LOWEST, HIGHEST, none, none, none,
-                        ts_us, values, np.zeros(0, np.uint32), counts, slow)
+    return decode_lists(
+        body,
+        words,
+        starts,
+        ends,
+        shift_ms,
+        LOWEST,
+        HIGHEST,
+        none,
+        none,
+        none,
+        ts_us,
+        values,
+        np.zeros(0, np.uint32),
+        counts,
+        slow,
+    )
 
 
 @njit(cache=True, nogil=True, boundscheck=False)

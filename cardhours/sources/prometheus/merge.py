@@ -90,8 +90,16 @@ class Merger:
             if first:
                 np.add(part.series_id, first, out=part.series_id)
             first += len(part.ids)
-            frames.append(pl.DataFrame({"series_id": part.series_id, "ts": pl.Series(part.ts_us).cast(pl.Datetime("us")),
-                                        "value": part.values}, schema=SAMPLES_SCHEMA))
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "series_id": part.series_id,
+                        "ts": pl.Series(part.ts_us).cast(pl.Datetime("us")),
+                        "value": part.values,
+                    },
+                    schema=SAMPLES_SCHEMA,
+                )
+            )
         label_frames = [self._labels.pop(metric) for metric in sorted(self._labels)]
         series = pl.concat(label_frames, how="diagonal") if len(label_frames) > 1 else label_frames[0]
         names = sorted(set(series.columns) - {"__name__"})
@@ -130,19 +138,21 @@ def _label_frame(label_sets: list[dict[str, str]]) -> pl.DataFrame:
     """One String column per label name of ``label_sets`` (``__name__`` first), built column by
     column (twice as fast as ``pl.from_dicts``)."""
     names = ["__name__", *sorted({name for labels in label_sets for name in labels} - {"__name__"})]
-    return pl.DataFrame({name: [labels.get(name) for labels in label_sets] for name in names},
-                        schema=dict.fromkeys(names, pl.String))
+    return pl.DataFrame(
+        {name: [labels.get(name) for labels in label_sets] for name in names}, schema=dict.fromkeys(names, pl.String)
+    )
 
 
-def _gather(chunks: list[Chunk], which: np.ndarray, offset: np.ndarray, length: np.ndarray,
-            take: Take = pooled) -> tuple[np.ndarray, np.ndarray]:
+def _gather(
+    chunks: list[Chunk], which: np.ndarray, offset: np.ndarray, length: np.ndarray, take: Take = pooled
+) -> tuple[np.ndarray, np.ndarray]:
     """Blocks (chunk, offset, length) copied in order into new arrays; adjacent blocks of one
     chunk as one run."""
     new_run = np.ones(len(which), bool)
     new_run[1:] = (which[1:] != which[:-1]) | (offset[1:] != offset[:-1] + length[:-1])
     starts = np.flatnonzero(new_run)
     sizes = np.add.reduceat(length, starts) if len(starts) else starts
-    runs = zip(which[starts].tolist(), offset[starts].tolist(), (offset[starts] + sizes).tolist())
+    runs = zip(which[starts].tolist(), offset[starts].tolist(), (offset[starts] + sizes).tolist(), strict=True)
     ts_pieces, value_pieces = [], []
     for w, lo, hi in runs:
         chunk = chunks[w]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -24,7 +25,6 @@ from cardhours.sources.prometheus.chunks import SeriesIndex, SeriesKey
 from cardhours.sources.prometheus.decode import COMPLETE_MATRIX, matrix_start
 from cardhours.sources.prometheus.merge import MetricSamples, Take
 from cardhours.sources.prometheus.plan import Request
-
 
 Body = bytes | np.ndarray  # a response body: bytes, or a uint8 array over a Scratch buffer (body.read_into)
 
@@ -58,14 +58,15 @@ def scan(body: Body, request: Request, index: SeriesIndex) -> Scanned | None:
     from cardhours.sources.prometheus.jit_values import OK
 
     u8 = np.frombuffer(body, np.uint8)
-    first = matrix_start(u8[:len(COMPLETE_MATRIX)].tobytes())
+    first = matrix_start(u8[: len(COMPLETE_MATRIX)].tobytes())
     if first is None:
         return None
     room = len(u8) // 32 + 1  # a series takes more than 32 bytes
     texts, starts, ends, counts = np.empty((room, 2), np.int64), *(np.empty(room, np.int64) for _ in range(3))
-    status, n, tail = scan_lists(u8, first, request.ts_shift_ms,
-                                 request.start_ms * 1000, request.end_ms * 1000, texts, starts, ends, counts)
-    if status != OK or u8[tail:tail + 2].tobytes() != b"]}" or b'"warnings"' in u8[tail:].tobytes():
+    status, n, tail = scan_lists(
+        u8, first, request.ts_shift_ms, request.start_ms * 1000, request.end_ms * 1000, texts, starts, ends, counts
+    )
+    if status != OK or u8[tail : tail + 2].tobytes() != b"]}" or b'"warnings"' in u8[tail:].tobytes():
         return None
     ids = index.ids(request.metric, [u8[a:b].tobytes() for a, b in texts[:n].tolist()])
     return Scanned(request, body, ids, starts[:n].copy(), ends[:n].copy(), counts[:n].copy())
@@ -104,7 +105,7 @@ def key_order(items: Sequence[Scanned], present: np.ndarray, keys: Sequence[Seri
     candidate = max(items, key=lambda s: len(s.ids)).ids
     candidate = candidate[np.isin(candidate, present)]
     order = candidate.tolist()
-    if len(order) == len(present) and all(keys[a] < keys[b] for a, b in zip(order, order[1:])):
+    if len(order) == len(present) and all(keys[a] < keys[b] for a, b in pairwise(order)):
         return candidate
     return np.array(sorted(present.tolist(), key=keys.__getitem__), np.int64)
 
@@ -116,7 +117,20 @@ def decode_placed(job: Job, out: MetricSamples) -> bool:
     s = job.scanned
     slow = np.empty((max(1024, int(s.counts.sum()) // 64), 3), np.int64)
     status, _, n_slow, _ = jit_values.decode_lists(
-        np.frombuffer(s.body, np.uint8), jit_values.words_of(s.body), s.starts, s.ends, s.request.ts_shift_ms,
-        s.request.start_ms * 1000, s.request.end_ms * 1000, job.dest, s.counts, job.rank,
-        out.ts_us, out.values, out.series_id, np.empty(len(s.starts), np.int64), slow)
+        np.frombuffer(s.body, np.uint8),
+        jit_values.words_of(s.body),
+        s.starts,
+        s.ends,
+        s.request.ts_shift_ms,
+        s.request.start_ms * 1000,
+        s.request.end_ms * 1000,
+        job.dest,
+        s.counts,
+        job.rank,
+        out.ts_us,
+        out.values,
+        out.series_id,
+        np.empty(len(s.starts), np.int64),
+        slow,
+    )
     return status == jit_values.OK and jit_values.finish_slow(s.body, slow[:n_slow], out.values)

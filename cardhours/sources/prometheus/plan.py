@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from itertools import pairwise
 
 from cardhours.sources.prometheus.plan_types import (
     MIN_CHUNK_MS,
@@ -43,9 +44,27 @@ from cardhours.sources.prometheus.promql import (
 )
 
 __all__ = [  # re-exported: callers import the planning vocabulary from here
-    "DAY_MS", "HOST_LABELS", "MIN_CHUNK_MS", "TARGET_SAMPLES_PER_REQUEST", "Census", "Downsample", "HostShard",
-    "Limits", "PlanError", "Request", "chunk_points", "day_partitions", "host_shard_matchers", "host_shards",
-    "min_chunk_points", "plan_metric", "promql_string", "quote_meta", "seconds", "selector", "split_refused",
+    "DAY_MS",
+    "HOST_LABELS",
+    "MIN_CHUNK_MS",
+    "TARGET_SAMPLES_PER_REQUEST",
+    "Census",
+    "Downsample",
+    "HostShard",
+    "Limits",
+    "PlanError",
+    "Request",
+    "chunk_points",
+    "day_partitions",
+    "host_shard_matchers",
+    "host_shards",
+    "min_chunk_points",
+    "plan_metric",
+    "promql_string",
+    "quote_meta",
+    "seconds",
+    "selector",
+    "split_refused",
     "time_chunks",
 ]
 
@@ -56,7 +75,7 @@ def day_partitions(start_ms: int, end_ms: int) -> list[tuple[int, int]]:
     """``[start, end)`` cut at UTC midnights."""
     cuts = range((start_ms // DAY_MS + 1) * DAY_MS, end_ms, DAY_MS)
     bounds = [start_ms, *cuts, end_ms]
-    return [(a, b) for a, b in zip(bounds, bounds[1:]) if a < b]
+    return [(a, b) for a, b in pairwise(bounds) if a < b]
 
 
 def chunk_points(series: int, limits: Limits) -> int:
@@ -82,7 +101,7 @@ def time_chunks(start_ms: int, end_ms: int, points: int, interval_ms: int, align
     else:
         cuts = [start_ms + (end_ms - start_ms) * i // n for i in range(n)]
     bounds = [*cuts, end_ms]
-    return [(a, b) for a, b in zip(bounds, bounds[1:]) if a < b]
+    return [(a, b) for a, b in pairwise(bounds) if a < b]
 
 
 def host_shards(census: Census, max_series: int) -> list[HostShard]:
@@ -104,8 +123,9 @@ def host_shards(census: Census, max_series: int) -> list[HostShard]:
     return shards
 
 
-def plan_metric(census: Census, start_ms: int, end_ms: int, limits: Limits,
-                downsample: Downsample | None = None) -> list[Request]:
+def plan_metric(
+    census: Census, start_ms: int, end_ms: int, limits: Limits, downsample: Downsample | None = None
+) -> list[Request]:
     """Requests reading ``census.metric`` over ``[start_ms, end_ms)`` (one partition)."""
     if census.total == 0 or start_ms >= end_ms:
         return []
@@ -156,11 +176,14 @@ def split_refused(request: Request, census: Census, min_span_ms: int) -> list[Re
         return [replace(request, shard=s, series=census.series_in(s), splits=request.splits + 1) for s in children]
     span = request.end_ms - request.start_ms
     if span <= min_span_ms:
-        raise PlanError(f"cannot split {request.metric} [{request.start_ms}, {request.end_ms}) any further "
-                        f"(one host, {span} ms)")
+        raise PlanError(
+            f"cannot split {request.metric} [{request.start_ms}, {request.end_ms}) any further (one host, {span} ms)"
+        )
     step = request.downsample.step_ms if request.downsample else 1
     middle = request.start_ms + (span // step // 2) * step
     if middle <= request.start_ms:
         raise PlanError(f"cannot halve {request.metric} [{request.start_ms}, {request.end_ms}) on {step} ms steps")
-    return [replace(request, start_ms=a, end_ms=b, splits=request.splits + 1)
-            for a, b in ((request.start_ms, middle), (middle, request.end_ms))]
+    return [
+        replace(request, start_ms=a, end_ms=b, splits=request.splits + 1)
+        for a, b in ((request.start_ms, middle), (middle, request.end_ms))
+    ]

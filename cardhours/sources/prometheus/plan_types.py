@@ -112,8 +112,13 @@ class Request:
         step = self.downsample.step_ms
         # nocache=1: VictoriaMetrics otherwise moves start and end to multiples of the step (for its
         # response cache), evaluating other buckets; Prometheus and the others ignore it
-        return "/api/v1/query_range", {"query": query, "start": seconds(self.start_ms + step - 1),
-                                       "end": seconds(self.end_ms - 1), "step": seconds(step), "nocache": "1"}
+        return "/api/v1/query_range", {
+            "query": query,
+            "start": seconds(self.start_ms + step - 1),
+            "end": seconds(self.end_ms - 1),
+            "step": seconds(step),
+            "nocache": "1",
+        }
 
     @property
     def ts_shift_ms(self) -> int:

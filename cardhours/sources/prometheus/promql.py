@@ -23,8 +23,7 @@ def selector(metric: str, base_selector: str, extra: list[str]) -> str:
     return f"{metric}{{{','.join(matchers)}}}" if matchers else metric
 
 
-def host_shard_matchers(label: str | None, hosts: tuple[str, ...],
-                        labels: tuple[str, ...] = HOST_LABELS) -> list[str]:
+def host_shard_matchers(label: str | None, hosts: tuple[str, ...], labels: tuple[str, ...] = HOST_LABELS) -> list[str]:
     """Matchers of one shard of ``labels`` (by default the host labels): a regex over ``label``'s
     values ``hosts``; a shard of a later label excludes series that carry an earlier one (a
     ``hostname`` shard leaves series with ``Hostname`` to the ``Hostname`` shards); ``None``:

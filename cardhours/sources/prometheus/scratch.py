@@ -75,8 +75,11 @@ class Scratch:
         with self._lock:
             for array in arrays:
                 buffer = _buffer_of(array)
-                if buffer is not None and self._mine.get(id(buffer)) is buffer and \
-                        all(b is not buffer for b in self._free):
+                if (
+                    buffer is not None
+                    and self._mine.get(id(buffer)) is buffer
+                    and all(b is not buffer for b in self._free)
+                ):
                     self._free.append(buffer)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
@@ -28,7 +28,13 @@ from cardhours.sources.prometheus.energy import place_energy
 from cardhours.sources.prometheus.fetch import FetchStats, fetch_all, window_text
 from cardhours.sources.prometheus.gc_pause import gc_paused
 from cardhours.sources.prometheus.plan import (
-    DAY_MS, TARGET_SAMPLES_PER_REQUEST, Census, Downsample, Limits, day_partitions, plan_metric,
+    DAY_MS,
+    TARGET_SAMPLES_PER_REQUEST,
+    Census,
+    Downsample,
+    Limits,
+    day_partitions,
+    plan_metric,
 )
 from transforms.dcgm_labels import normalize_series
 from transforms.dcgm_pivot import pivot_samples
@@ -64,7 +70,7 @@ def to_ms(moment: datetime) -> int:
     """Naive UTC (or aware) datetime -> epoch milliseconds, rounded up (a sample at a whole
     millisecond is at or after ``moment`` exactly when it is at or after this)."""
     if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
     return -((EPOCH - moment) // timedelta(milliseconds=1))
 
 
@@ -81,20 +87,31 @@ class ReadReport:
     def summary(self) -> dict[str, object]:
         """The read in numbers (JSON-safe), for a run's metadata."""
         fetch = self.fetch
-        return {"fields_present": list(self.fields_present), "series": self.n_series, "samples": self.n_samples,
-                "requests_planned": fetch.planned, "requests_answered": fetch.answered,
-                "requests_refused_and_split": fetch.refused, "deepest_split": fetch.max_splits,
-                "host_shards_answered": len(fetch.shards),
-                "censuses_listed_by_host": sum(census.listed_in > 0 for census in self.censuses),
-                "response_mib": round(fetch.n_bytes / 2**20, 1), "fetch_seconds": round(fetch.seconds, 3),
-                "placed_fallbacks": fetch.placed_fallbacks}
+        return {
+            "fields_present": list(self.fields_present),
+            "series": self.n_series,
+            "samples": self.n_samples,
+            "requests_planned": fetch.planned,
+            "requests_answered": fetch.answered,
+            "requests_refused_and_split": fetch.refused,
+            "deepest_split": fetch.max_splits,
+            "host_shards_answered": len(fetch.shards),
+            "censuses_listed_by_host": sum(census.listed_in > 0 for census in self.censuses),
+            "response_mib": round(fetch.n_bytes / 2**20, 1),
+            "fetch_seconds": round(fetch.seconds, 3),
+            "placed_fallbacks": fetch.placed_fallbacks,
+        }
 
 
 class PrometheusMetricsSource:
     """The ``MetricsSource`` over Prometheus; ``read_long`` for the label-preserving long form."""
 
-    def __init__(self, config: PrometheusConfig, client: PrometheusClient | None = None,
-                 target_samples_per_request: int = TARGET_SAMPLES_PER_REQUEST) -> None:
+    def __init__(
+        self,
+        config: PrometheusConfig,
+        client: PrometheusClient | None = None,
+        target_samples_per_request: int = TARGET_SAMPLES_PER_REQUEST,
+    ) -> None:
         self.config = config
         self.client = client if client is not None else PrometheusClient.from_config(config)
         self.parallel_requests = parallel_requests(config.max_parallel_requests, config.url)  # in flight
@@ -121,7 +138,9 @@ class PrometheusMetricsSource:
         try:
             wide = pivot_samples(normalize_series(long.series, self.metric_fields), long.samples)
         except ValueError as exc:
-            raise MetricsSourceError(f"cannot normalize DCGM series read from {redact_url(self.client.url)}: {exc}") from exc
+            raise MetricsSourceError(
+                f"cannot normalize DCGM series read from {redact_url(self.client.url)}: {exc}"
+            ) from exc
         return conform_samples(wide, cluster).collect()
 
     def read_long(self, start: datetime, end: datetime) -> LongSamples:
@@ -144,22 +163,30 @@ class PrometheusMetricsSource:
         bucket gets an extra row with only its energy reading)."""
         step_ms = step_seconds * 1000
         if DAY_MS % step_ms or to_ms(start) % step_ms:
-            raise ValueError(f"downsampling step {step_seconds} s must divide a day and {start} must be on a step "
-                             "boundary: a partial bucket at a day's end would be lost or counted twice")
+            raise ValueError(
+                f"downsampling step {step_seconds} s must divide a day and {start} must be on a step "
+                "boundary: a partial bucket at a day's end would be lost or counted twice"
+            )
         left_open = self.left_open_ranges(to_ms(start), to_ms(end))
         stepped, raw = self._limits(step_ms), self._limits(self.config.scrape_interval_seconds * 1000)
 
         def downsample(metric: str) -> Downsample | None:
             field = self.fields[metric]
-            return None if field in READ_RAW_WHEN_DOWNSAMPLING else Downsample(
-                step_ms, downsample_function(field), left_open)
+            return (
+                None
+                if field in READ_RAW_WHEN_DOWNSAMPLING
+                else Downsample(step_ms, downsample_function(field), left_open)
+            )
 
-        long = self._read(to_ms(start), to_ms(end), lambda metric: raw if downsample(metric) is None else stepped,
-                          downsample)
+        long = self._read(
+            to_ms(start), to_ms(end), lambda metric: raw if downsample(metric) is None else stepped, downsample
+        )
         try:
             return place_energy(long, self.metric_fields, to_ms(start) * 1000, step_ms * 1000)
         except ValueError as exc:
-            raise MetricsSourceError(f"cannot normalize DCGM series read from {redact_url(self.client.url)}: {exc}") from exc
+            raise MetricsSourceError(
+                f"cannot normalize DCGM series read from {redact_url(self.client.url)}: {exc}"
+            ) from exc
 
     def left_open_ranges(self, start_ms: int | None = None, end_ms: int | None = None) -> bool:
         """Whether the server's range selectors are left-open, ``(t - r, t]`` (Prometheus 3,
@@ -182,27 +209,45 @@ class PrometheusMetricsSource:
         return major.isdigit() and int(major) >= 3
 
     def _limits(self, interval_ms: int) -> Limits:
-        return Limits(interval_ms, self.config.max_points_per_series, self.config.max_samples_per_query,
-                      self.target_samples_per_request)
+        return Limits(
+            interval_ms,
+            self.config.max_points_per_series,
+            self.config.max_samples_per_query,
+            self.target_samples_per_request,
+        )
 
     def census(self, metric: str, start_ms: int, end_ms: int) -> Census:
         """The series of ``metric`` with samples in ``[start_ms, end_ms)``, counted per host
         (listed host by host when the server refuses to list them at once: ``census.py``)."""
-        label_sets, shards = list_series(self.client, metric, self.config.selector, start_ms, end_ms,
-                                         window_text(start_ms, end_ms))
+        label_sets, shards = list_series(
+            self.client, metric, self.config.selector, start_ms, end_ms, window_text(start_ms, end_ms)
+        )
         return Census.from_label_sets(metric, label_sets, listed_in=shards)
 
-    def _read(self, start_ms: int, end_ms: int, limits: Callable[[str], Limits],
-              downsample: Callable[[str], Downsample | None]) -> LongSamples:
+    def _read(
+        self,
+        start_ms: int,
+        end_ms: int,
+        limits: Callable[[str], Limits],
+        downsample: Callable[[str], Downsample | None],
+    ) -> LongSamples:
         partitions = [(metric, a, b) for a, b in day_partitions(start_ms, end_ms) for metric in self.fields]
         with gc_paused():
             censuses, long, stats = fetch_all(
-                self.client, partitions, probe=self.census, selector=self.config.selector,
+                self.client,
+                partitions,
+                probe=self.census,
+                selector=self.config.selector,
                 plan=lambda census, a, b: plan_metric(census, a, b, limits(census.metric), downsample(census.metric)),
                 max_parallel=self.parallel_requests,
-                min_span_ms=min(limits(metric).interval_ms for metric in self.fields))
+                min_span_ms=min(limits(metric).interval_ms for metric in self.fields),
+            )
         present = set(long.series.get_column("__name__").unique().to_list())
         self.last_report = ReadReport(
             fields_present=tuple(field for metric, field in self.fields.items() if metric in present),
-            censuses=tuple(censuses), fetch=stats, n_series=long.series.height, n_samples=long.samples.height)
+            censuses=tuple(censuses),
+            fetch=stats,
+            n_series=long.series.height,
+            n_samples=long.samples.height,
+        )
         return long
