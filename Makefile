@@ -15,6 +15,7 @@ test: $(VENV)/.installed-test system-deps lint
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 venv: $(VENV)/.installed
 

@@ -1,20 +1,27 @@
-"""Decoding a Prometheus matrix response: ways to get columns without a Python object per sample.
+"""Decoding one Prometheus matrix answer: the decoders cardhours ships and the alternatives
+that lost to them.
 
     .venv/bin/python benchmarks/prom_decode.py [--series 64] [--points 5760] [--repeat 7]
 
-The response is what Prometheus 2.42 writes for ``metric[1d]`` over 64 GPUs at 15 s
+The answer is what Prometheus 2.42 writes for ``metric[1d]`` over 64 GPUs at 15 s
 (``{"metric":{...},"values":[[t,"v"],...]}``: dcgm-exporter labels, timestamps with the
 millisecond jitter of real scrapes, ratios with five decimals, some NaN/Inf). Every
 approach must give exactly the reference result (``json.loads``); best-of-N wall time and
-CPU time (CSV readers use threads) are printed, then one JSON line.
+CPU time are printed, then one JSON line. Results: benchmarks/README.md.
 
 Approaches:
-- ``json.loads``: the whole body, then a float per sample (the reference).
+- ``json.loads``: the whole body, then a float per sample (the reference decoder, and the
+  one for answers in any other layout).
 - ``client DataFrame``: json.loads + prometheus-api-client's MetricRangeDataFrame.
-- ``scan + pyarrow.csv`` (what ``decode_matrix`` does): labels via json.loads, values lists
-  joined and translated into CSV rows, pyarrow's multi-threaded CSV reader.
-- ``scan + polars.read_csv``: the same CSV text through polars.
-- ``scan + numpy.fromstring``: the values lists flattened to ``t,v,t,v...`` and parsed by numpy,
+- ``pyarrow`` (``decode_matrix``, the default decoder): labels via json.loads, each values
+  list's brackets and quotes dropped, the numbers cut at the commas in place and cast by
+  pyarrow (``csv_values``).
+- ``pyarrow.csv`` (the default decoder before): each values list translated into CSV rows
+  (``[`` to a newline, ``"`` and ``]`` dropped, ``,1`` ending a series), pyarrow's CSV reader.
+- ``numba placed`` (``cardhours[fast]``): the compiled scan and decoder of ``place``, the
+  samples written straight into the read's output.
+- ``polars.read_csv``: the ``pyarrow.csv`` approach's CSV text through polars.
+- ``numpy.fromstring``: the values lists flattened to ``t,v,t,v...`` and parsed by numpy,
   per series (no series-end marker needed).
 """
 
@@ -27,8 +34,12 @@ from collections.abc import Callable
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.csv as pacsv
 
-from cardhours.sources.prometheus.decode import Matrix, _locate, csv_text, decode_matrix, decode_matrix_json
+from sources.prometheus.decode import Matrix, _scan, decode_matrix, decode_matrix_json, parse_labels
+from sources.prometheus.decoders import numba_missing
+from sources.prometheus.plan import Request
 
 T0 = 1772409600
 
@@ -59,10 +70,58 @@ def make_response(n_series: int, n_points: int, seed: int = 0) -> bytes:
     return ('{"status":"success","data":{"resultType":"matrix","result":[' + ",".join(parts) + "]}}").encode()
 
 
+def located(body: bytes) -> tuple[list[dict[str, str]], list[tuple[int, int]]]:
+    """Labels and values-list bounds of every series (the answer is in the compact layout)."""
+    texts, bounds = _scan(body)
+    return [parse_labels(text) for text in texts], bounds
+
+
+def via_numba(body: bytes) -> object:
+    """The numba decoder as a read runs it: scanned, placed, decoded into the output arrays
+    (``LongSamples``: :func:`as_matrix` for the comparison, untimed)."""
+    from sources.prometheus.assemble import Assembly
+    from sources.prometheus.place import scan
+
+    request = Request("DCGM_FI_PROF_SM_ACTIVE", T0 * 1000, T0 * 1000 + 86_400_000 + 1, 64)
+    assembly = Assembly()
+    assembly.add(scan(body, request, assembly.index))
+    for job in assembly.close(request.metric):
+        assembly.job_done(request.metric, job())
+    return assembly.result()
+
+
+def as_matrix(long) -> Matrix:
+    counts = long.samples.group_by("series_id", maintain_order=True).len()["len"].to_numpy()
+    labels = [{k: v for k, v in row.items() if k != "series_id" and v is not None} for row in long.series.to_dicts()]
+    return Matrix(labels, counts, long.samples["ts"].dt.epoch("ms").to_numpy(), long.samples["value"].to_numpy())
+
+
+def csv_rows(body: bytes, bounds: list[tuple[int, int]]) -> bytes:
+    """The values lists as ``t,v,`` rows, each series' last row ending in ``1``."""
+    return b"".join(body[a:b].translate(bytes.maketrans(b"[", b"\n"), b'"]') + b",1" for a, b in bounds)
+
+
+def via_pyarrow_csv(body: bytes) -> Matrix:
+    labels, bounds = located(body)
+    text = csv_rows(body, bounds)
+    table = pacsv.read_csv(
+        pa.py_buffer(text),
+        read_options=pacsv.ReadOptions(column_names=["t", "v", "last"], use_threads=False, block_size=len(text) + 1),
+        parse_options=pacsv.ParseOptions(quote_char=False),
+        convert_options=pacsv.ConvertOptions(
+            column_types={"t": pa.float64(), "v": pa.float64(), "last": pa.int8()}, null_values=[""]
+        ),
+        memory_pool=pa.system_memory_pool(),
+    )
+    ends = np.flatnonzero(table.column("last").is_valid().to_numpy(zero_copy_only=False))
+    ts_ms = np.rint(table.column("t").to_numpy() * 1000).astype(np.int64)
+    return Matrix(labels, np.diff(ends, prepend=-1), ts_ms, table.column("v").to_numpy())
+
+
 def via_polars(body: bytes) -> Matrix:
-    labels, spans, _ = _locate(body)
+    labels, bounds = located(body)
     frame = pl.read_csv(
-        csv_text(spans)[1:],
+        csv_rows(body, bounds)[1:],
         has_header=False,
         new_columns=["t", "v", "last"],
         quote_char=None,
@@ -74,10 +133,10 @@ def via_polars(body: bytes) -> Matrix:
 
 
 def via_numpy(body: bytes) -> Matrix:
-    labels, spans, _ = _locate(body)
+    labels, bounds = located(body)
     counts, ts, values = [], [], []
-    for span in spans:
-        flat = np.fromstring(bytes(span).translate(None, b'[]"').decode("ascii"), sep=",")
+    for a, b in bounds:
+        flat = np.fromstring(body[a:b].translate(None, b'[]"').decode("ascii"), sep=",")
         counts.append(len(flat) // 2)
         ts.append(np.rint(flat[0::2] * 1000).astype(np.int64))
         values.append(flat[1::2])
@@ -120,15 +179,22 @@ def main() -> None:
     approaches: dict[str, Callable[[bytes], object]] = {
         "json.loads (reference)": decode_matrix_json,
         "client DataFrame": via_client_dataframe,
-        "scan + pyarrow.csv (ours)": decode_matrix,
-        "scan + polars.read_csv": via_polars,
-        "scan + numpy.fromstring": via_numpy,
+        "pyarrow (default)": decode_matrix,
+        "pyarrow.csv (before)": via_pyarrow_csv,
+        **({"numba placed ([fast])": via_numba} if numba_missing() is None else {}),
+        "polars.read_csv": via_polars,
+        "numpy.fromstring": via_numpy,
     }
     results = {}
     print(f"{args.series} series x {args.points} points, {len(body) / 1e6:.1f} MB of JSON\n")
     print(f"{'approach':28s} {'wall ms':>9s} {'cpu ms':>9s} {'MB/s':>7s}  exact")
     for name, fn in approaches.items():
-        exact = "-" if name == "client DataFrame" else str(same(fn(body), reference))
+        result = fn(body)
+        exact = (
+            "-"
+            if name == "client DataFrame"
+            else str(same(as_matrix(result) if fn is via_numba else result, reference))
+        )
         wall, cpu = best_of(fn, body, args.repeat if "json" not in name and "client" not in name else 2)
         results[name] = {
             "wall_ms": round(wall * 1000, 1),

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/raw_storage.py                 # 1000 GPUs x 1 day at 15 s (5.76 M rows)
     .venv/bin/python benchmarks/raw_storage.py --gpus 64 --reruns 1
 
-One simulated day (cardhours.simulate.samples.generate_day, RAW_SAMPLE_SCHEMA) is landed
+One simulated day (simulate.samples.generate_day, RAW_SAMPLE_SCHEMA) is landed
 (a) in `raw.dcgm_samples` of a fresh warehouse through warehouse.replace_partition, rerun
 (the idempotent replace), then a second day added; (b) as
 `cluster=<c>/day=<d>/part-0.parquet` written next to its name and renamed over it (the
@@ -32,10 +32,10 @@ import pyarrow.parquet as pq
 from polars.testing import assert_frame_equal
 from sim_rate import build_allocations, build_inventory
 
-from cardhours.simulate.parquet_writer import COLUMN_ENCODING, COMPRESSION, COMPRESSION_LEVEL, ROW_GROUP_ROWS
-from cardhours.simulate.samples import generate_day
-from transforms.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
-from transforms.stg_dcgm__gpu_minutely import GROUP_KEY, stg_dcgm__gpu_minutely, stg_dcgm__gpu_minutely_sql
+from simulate.parquet_writer import COLUMN_ENCODING, COMPRESSION, COMPRESSION_LEVEL, ROW_GROUP_ROWS
+from simulate.samples import generate_day
+from transforms.staging.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
+from transforms.staging.stg_dcgm__gpu_minutely import GROUP_KEY, stg_dcgm__gpu_minutely, stg_dcgm__gpu_minutely_sql
 from warehouse import connect, read_frame, replace_partition
 
 CLUSTER = "bench"

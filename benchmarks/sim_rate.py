@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from cardhours.simulate.parquet_writer import write_day_parquet
-from cardhours.simulate.samples import generate_day
+from simulate.parquet_writer import write_day_parquet
+from simulate.samples import generate_day
 
 MODELS = {
     "H100": ("NVIDIA H100 80GB HBM3", 81559),

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cardhours.cli_ledger import close, ledger_app
 from cardhours.cli_support import BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
-from cardhours.config import Config
+from config import Config
 
 app = typer.Typer(help="GPU utilization analytics and chargeback.", no_args_is_help=True, add_completion=False)
 config_app = typer.Typer(help="Configuration files.", no_args_is_help=True)
@@ -59,7 +59,7 @@ def simulate(
     ] = False,
 ) -> None:
     """Write a simulated cluster's inputs: metrics, sacct.txt, a config and truth.parquet."""
-    from cardhours.simulate.run import simulate as run_simulation
+    from simulate.run import simulate as run_simulation
 
     if metrics_format not in ("parquet", "om", "both"):
         raise typer.BadParameter("--metrics-format must be parquet, om or both")
@@ -174,7 +174,7 @@ def demo(
     gpus: Annotated[int, typer.Option(min=8, help="GPUs in the simulated cluster.")] = DEMO_GPUS,
 ) -> None:
     """Simulate a month of a small cluster (16 nodes x 8 GPUs) and run it end to end."""
-    from cardhours.simulate.run import simulate as run_simulation
+    from simulate.run import simulate as run_simulation
 
     month = DEMO_START.strftime("%Y-%m")
     with _progress() as progress:
@@ -214,6 +214,12 @@ def bench_ingest(
             "(Linux; default: all share every CPU).",
         ),
     ] = None,
+    decoder: Annotated[
+        str,
+        typer.Option(
+            help="cardhours' decoder: auto (numba when cardhours[fast] is installed, else pyarrow), numba or pyarrow."
+        ),
+    ] = "auto",
 ) -> None:
     """Back-fill a real Prometheus with simulated dcgm-exporter series, then time cardhours'
     ingest against a raw HTTP fetch of the same requests and prometheus-api-client's
@@ -236,6 +242,7 @@ def bench_ingest(
                 rounds=rounds,
                 progress=report,
                 server_cpus=server_cpus,
+                decoder=decoder,
                 say=lambda text: console.print(text, highlight=False),
             )
         except BenchError as exc:

@@ -27,9 +27,9 @@ EXPORTS = ("chargeback_focus.csv", "chargeback_focus.parquet", "chargeback_jobs.
 def _frozen_exports(conn, reports_dir: Path, month: date) -> Path:
     """The closed month's export files, written from the ledger, and their MANIFEST.sha256
     (left alone when the manifest exists: the files are frozen)."""
-    from cardhours.ledger import ledger_rows
     from reports.focus_export import write_chargeback_files
     from reports.manifest import MANIFEST, write_manifest
+    from warehouse.books.ledger import ledger_rows
 
     folder = reports_dir / f"{month:%Y-%m}"
     if (folder / MANIFEST).is_file():
@@ -58,14 +58,14 @@ def close(
     recompute to the cent. Writes a SHA-256 manifest of the month's export files. Later changes
     to the month become Correction rows in the next open month; there is no reopen. Exit 1 if
     it cannot be closed (everything in the way is named), 75 if the warehouse is busy."""
-    from cardhours.close import close_month
-    from cardhours.ledger import CloseError
+    from warehouse.books.close import close_month
+    from warehouse.books.ledger import CloseError
 
     settings = load_or_exit(config)
     path, first = settings.warehouse.path, date.fromisoformat(f"{month}-01")
     now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     require_warehouse(path, "not closed")
-    with locked(path, f"cardhours close --month {month}", "not closed"), opened(path, "not closed") as conn:
+    with locked(path, f"cardhours close --month {month}", "not closed"), opened(settings, "not closed") as conn:
         try:
             result = close_month(conn, settings, first, now, accept_gaps)
         except CloseError as exc:
@@ -112,12 +112,12 @@ def verify(config: Annotated[Path, typer.Option("--config", help="The TOML confi
 
     Exit 1 naming the first row that differs (table, billing month, row, expected vs found),
     75 if the warehouse is busy."""
-    from cardhours.ledger_verify import verify_ledger
+    from warehouse.books.ledger_verify import verify_ledger
 
     settings = load_or_exit(config)
     path = settings.warehouse.path
     require_warehouse(path, "not verified")
-    with locked(path, "cardhours ledger verify", "not verified"), opened(path, "not verified") as conn:
+    with locked(path, "cardhours ledger verify", "not verified"), opened(settings, "not verified") as conn:
         result = verify_ledger(conn)
     if result.problem:
         raise fail("ledger verify FAILED", result.problem)

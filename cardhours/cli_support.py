@@ -12,7 +12,7 @@ import duckdb
 import typer
 from rich.console import Console
 
-from cardhours.config import Config, ConfigError, load_config
+from config import Config, ConfigError, load_config
 
 console = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
@@ -68,12 +68,14 @@ def locked(path: Path, what: str, verdict: str) -> Iterator[None]:
 
 
 @contextmanager
-def opened(path: Path, verdict: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The warehouse, migrated; exit 1 naming the problem when it cannot be opened."""
-    from warehouse import MigrationError, connect
+def opened(settings: Config, verdict: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The warehouse, migrated, the lake attached; exit 1 naming the problem when it cannot be opened."""
+    from pipelines.store import open_warehouse
+    from warehouse import MigrationError
 
+    path = settings.warehouse.path
     try:
-        conn = connect(path)
+        conn = open_warehouse(settings)
     except MigrationError as exc:
         raise fail(verdict, f"warehouse {path}: {exc}") from exc
     except duckdb.IOException as exc:

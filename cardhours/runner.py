@@ -16,10 +16,11 @@ from pathlib import Path
 
 from dagster import DagsterEventType, DagsterInstance, ExecuteInProcessResult
 
-from cardhours.config import Config
+from config import Config
 from pipelines.assets.gate import GATE_STEP
 from pipelines.definitions import build_definitions
 from pipelines.partitions import days_of_month, month_key
+from pipelines.store import open_warehouse
 from warehouse.lock import hold_warehouse
 
 _FAILURE_PREFIX = re.compile(r"^dagster\.\S+: ")  # Dagster's exception class (a dagster.Failure's text is the message)
@@ -91,20 +92,13 @@ def run_month(
     daily = definitions.resolve_job_def("daily_ingest")
     monthly = definitions.resolve_job_def("monthly_review")
     days = days_of_month(month)
-    total = len(days) + 1
-    failed: list[str] = []
     with hold_warehouse(config.warehouse.path, f"cardhours run --month {month}"), _instance() as instance:
-        for index, day in enumerate(days):
-            if progress:
-                progress(f"ingest {day}", index, total)
-            problem = _attempt(daily, day, instance)
-            if problem and not accept_gaps:
-                raise RunFailed(
-                    f"day {day} failed: {problem}. The monthly build of {month} did not run: fix the cause and "
-                    f'run the month again, or build over the failed day with --accept-gaps "reason"'
-                )
-            if problem:
-                failed.append(f"{day}: {problem}")
+        _refresh(config)  # an older warehouse's day tables move to the lake before any day lands
+        try:
+            failed = _run_days(daily, days, instance, progress, accept_gaps, month)
+        finally:
+            _refresh(config)  # the DuckDB file's views see every day landed, even when one failed
+        total = len(days) + 1
         if progress:
             progress(f"marts and reports {month}", len(days), total)
         gate = {"ops": {GATE_STEP: {"config": {"accept_gaps": accept_gaps}}}} if accept_gaps else {}
@@ -117,6 +111,31 @@ def run_month(
     return MonthOutputs(
         month, config.warehouse.path, reports_dir, reports_dir / month / "review.html", len(days), tuple(failed)
     )
+
+
+def _run_days(
+    daily, days: list[str], instance: DagsterInstance, progress, accept_gaps: str | None, month: str
+) -> list[str]:
+    """Run each day's ingest; the failed days (``RunFailed`` at the first without ``accept_gaps``)."""
+    failed: list[str] = []
+    total = len(days) + 1
+    for index, day in enumerate(days):
+        if progress:
+            progress(f"ingest {day}", index, total)
+        problem = _attempt(daily, day, instance)
+        if problem and not accept_gaps:
+            raise RunFailed(
+                f"day {day} failed: {problem}. The monthly build of {month} did not run: fix the cause and "
+                f'run the month again, or build over the failed day with --accept-gaps "reason"'
+            )
+        if problem:
+            failed.append(f"{day}: {problem}")
+    return failed
+
+
+def _refresh(config: Config) -> None:
+    """Open the warehouse once: migrated, older day tables exported, views over the lake made anew."""
+    open_warehouse(config).close()
 
 
 def _attempt(job, partition_key: str, instance: DagsterInstance, run_config: dict | None = None) -> str | None:

@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 
 from pipelines.checks.quarantine import WORST_VALUE_SUFFIX
-from transforms.slurm_policy import reason_code
+from transforms.helpers.slurm_policy import reason_code
 from warehouse import read_frame
 
 SACCT_SOURCES = ("sacct", "stg_slurm__jobs")

@@ -1,8 +1,12 @@
 """Jobs and schedules: a daily ingest after each UTC day, and the monthly review on the 1st.
 
-Both jobs run every step in the run's own process (``in_process_executor``): the run holds the
-warehouse lock from its first step to its last (pipelines/resources.py), so a ``cardhours close``
-can never slip in between two steps of a run."""
+The daily job's assets read and write the lake only (pipelines/store.py): it runs on Dagster's
+default executor (each step in its own process, sibling steps in parallel), and any number of
+day partitions may run at once. The monthly job is the one writer of the DuckDB file: it runs
+every step in the run's own process (``in_process_executor``) and holds the warehouse lock from
+its first step to its last (pipelines/resources.py), so a ``cardhours close`` can never slip in
+between two of its steps; its runs carry the ``WAREHOUSE_WRITER`` tag, which the instance's
+run queue (dagster.yaml ``tag_concurrency_limits``) lets run one at a time."""
 
 from __future__ import annotations
 
@@ -10,32 +14,20 @@ from datetime import UTC, datetime
 
 from dagster import AssetSelection, build_schedule_from_partitioned_job, define_asset_job, in_process_executor
 
-from cardhours.config.schedule import DAILY_INGEST_UTC
-from pipelines.assets.gate import GATE_KEY
+from config.schedule import DAILY_INGEST_UTC
 from pipelines.partitions import PARTITIONS_START
+from pipelines.tables import DAY, MONTH, asset_keys
 
-DAILY_GROUPS = AssetSelection.assets(
-    ["raw", "dcgm_samples"],
-    ["raw", "slurm_sacct"],
-    ["staging", "stg_dcgm__gpu_hourly"],
-    ["staging", "stg_dcgm__gpu_minutely"],
-    ["staging", "stg_dcgm__field_presence"],
-    ["raw", "kube_series"],
-)
-MONTHLY_GROUPS = AssetSelection.groups("marts", "reports", "chargeback") | AssetSelection.assets(
-    ["staging", "stg_slurm__jobs"],
-    ["intermediate", "int_gpu_minutes_attributed"],
-    ["staging", "stg_kube__pods"],
-    ["staging", "stg_kube__jobs"],
-    GATE_KEY,
-)
+WAREHOUSE_WRITER = {"cardhours/warehouse": "writer"}  # runs that write the DuckDB file: one at a time
+DAILY_GROUPS = AssetSelection.assets(*asset_keys(DAY))  # every daily asset: the landings and their rollups
+MONTHLY_GROUPS = AssetSelection.assets(*asset_keys(MONTH))  # every monthly asset, from the gate to the reports
 
+DAILY_JOB = "daily_ingest"
 daily_ingest_job = define_asset_job(
-    "daily_ingest",
+    DAILY_JOB,
     selection=DAILY_GROUPS,
     description="Land one UTC day of DCGM samples and sacct rows; roll the samples up per hour and minute; "
     "record field presence.",
-    executor_def=in_process_executor,
 )
 
 monthly_review_job = define_asset_job(
@@ -43,6 +35,7 @@ monthly_review_job = define_asset_job(
     selection=MONTHLY_GROUPS,
     description="Build the month's job runs, marts and reports from the landed days (refused when a day is missing).",
     executor_def=in_process_executor,
+    tags=WAREHOUSE_WRITER,
 )
 
 # 02:30 UTC: the previous day is complete in Prometheus and in slurmdbd.

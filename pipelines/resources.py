@@ -1,10 +1,13 @@
 """Dagster resources: the validated config, the warehouse, and the per-cluster sources built from it.
 
-The warehouse lock (warehouse/lock.py): a run takes it when Dagster sets the resource up, at the
-start of the run, and lets it go at the end (the jobs run every step in that one process), so
-the run holds it for its whole duration. ``warehouse()`` takes it too, re-entrantly: an asset
-materialized any other way still never opens the warehouse unlocked. Inside ``cardhours run``
-the runner already holds it; the run's own acquisitions then only count up and down."""
+The warehouse lock (warehouse/lock.py) guards the DuckDB file, which only runs with a monthly
+asset open (the daily assets read and write the lake alone: pipelines/store.py). Such a run
+takes it when Dagster sets the resource up, at the start of the run, and lets it go at the end
+(the monthly job runs every step in that one process), so the run holds it for its whole
+duration. A run of daily assets only never takes it: its steps run in parallel processes.
+``warehouse()`` takes it too, re-entrantly: an asset materialized any other way still never
+opens the warehouse unlocked. Inside ``cardhours run`` the runner already holds it; the run's
+own acquisitions then only count up and down."""
 
 from __future__ import annotations
 
@@ -18,10 +21,12 @@ import polars as pl
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
-from cardhours.config import Config, load_config
-from cardhours.sources.metrics import FileMetricsSource, MetricsSource, MetricsSourceError
-from cardhours.sources.sacct import overlapping_rows, parse_sacct_output, read_sacct_file, run_sacct, window_source
-from warehouse import connect
+from config import Config, load_config
+from pipelines.jobs import DAILY_JOB
+from pipelines.store import open_warehouse
+from pipelines.tables import TABLES
+from sources.metrics import FileMetricsSource, MetricsSource, MetricsSourceError
+from sources.sacct import overlapping_rows, parse_sacct_output, read_sacct_file, run_sacct, window_source
 from warehouse.lock import acquire_warehouse, hold_warehouse, release_warehouse
 
 
@@ -32,6 +37,8 @@ class CardhoursResource(ConfigurableResource):
     _locked: bool = PrivateAttr(default=False)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
+        if _lake_only(context):
+            return
         acquire_warehouse(self.config.warehouse.path, _run_description(context))
         self._locked = True
 
@@ -46,10 +53,10 @@ class CardhoursResource(ConfigurableResource):
 
     @contextmanager
     def warehouse(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection to the warehouse with all migrations applied; closed afterwards."""
-        path = self.config.warehouse.path
-        with hold_warehouse(path, "a Dagster asset"):
-            conn = connect(path)
+        """A connection to the warehouse with all migrations applied and the lake attached
+        (pipelines/store.py ``open_warehouse``); closed afterwards."""
+        with hold_warehouse(self.config.warehouse.path, "a Dagster asset"):
+            conn = open_warehouse(self.config)
             try:
                 yield conn
             finally:
@@ -58,12 +65,12 @@ class CardhoursResource(ConfigurableResource):
     def metrics_source(self, cluster: str) -> MetricsSource:
         settings = self.config.cluster(cluster)
         if settings.metrics.source == "file":
-            return FileMetricsSource(settings.metrics.path)
+            return FileMetricsSource.from_config(settings)
         if settings.prometheus is None:
             raise MetricsSourceError(f"cluster {cluster!r}: metrics.source = 'prometheus' needs [clusters.prometheus]")
-        from cardhours.sources.prometheus.source import PrometheusMetricsSource
+        from sources.prometheus.source import PrometheusMetricsSource
 
-        return PrometheusMetricsSource.from_config(settings.prometheus)
+        return PrometheusMetricsSource.from_config(settings)
 
     def sacct_rows(self, cluster: str, day: date, start: datetime, end: datetime) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Raw sacct rows for the window and the lines quarantined while reading them."""
@@ -78,6 +85,17 @@ class CardhoursResource(ConfigurableResource):
         source = window_source(start, end, name, json_output=as_json)
         raw, rejects = parse_sacct_output(output, source=source, cluster=cluster, day=day, has_header=False)
         return overlapping_rows(raw, start, end), rejects
+
+
+def _lake_only(context: InitResourceContext) -> bool:
+    """Whether the run materializes only lake assets (the daily job, or a selection of daily
+    assets): it never opens the DuckDB file."""
+    run = context.run
+    if run is None:
+        return False
+    if run.asset_selection:
+        return set(run.asset_selection) <= {table.key for table in TABLES if table.lake and table.group is not None}
+    return run.job_name == DAILY_JOB
 
 
 def _run_description(context: InitResourceContext) -> str:

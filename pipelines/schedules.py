@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from dagster import RunRequest, ScheduleEvaluationContext, SkipReason, schedule
 
-from cardhours.config.schedule import ScheduleConfig
+from config.schedule import ScheduleConfig
 from pipelines.jobs import monthly_review_job, review_month_key
 from pipelines.resources import CardhoursResource
 

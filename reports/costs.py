@@ -4,7 +4,7 @@ Prices come as segments (``SEGMENT_SCHEMA``: per model, ``[charge_period_start,
 charge_period_end)`` at ``list_unit_price``), the chargeback's price frame. A row that holds
 an interval (a job run's held interval in its month, an hour) is split over its model's
 segments by the seconds they overlap, exactly as the chargeback cuts runs
-(transforms/price_segments.py); a row of zero seconds takes the price at its start. List
+(contracts/price_segments.py); a row of zero seconds takes the price at its start. List
 prices only: partition and QOS multipliers are billing adjustments of the chargeback.
 
 MIG slices ("A100 3g.40gb") are priced by their base model ("A100") unless the label has a
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from transforms.dated_cost import (  # noqa: F401  (the pages import them from here)
+from contracts.dated_cost import (  # noqa: F401  (the pages import them from here)
     EARLIEST,
     LATEST,
     SEGMENT_SCHEMA,

@@ -2,7 +2,7 @@
 
 Columns (COLUMNS, in order): cluster, job_id, user, account, department, partition, gpus,
 gpu_hours, utilization (0-1 ratio), utilization_signal, reasons (``;``-separated codes,
-most severe first, then in cardhours/contracts/flags.py order), severity (the highest),
+most severe first, then in contracts/flags.py order), severity (the highest),
 recommendation (each reason's, most severe first, space-separated), idle_cost (the run's idle
 GPU-hours x its model's GPU-hour rate, in the config's currency; empty when the model has no rate).
 
@@ -21,7 +21,7 @@ import io
 
 import polars as pl
 
-from cardhours.contracts.flags import REASON_RANK, SEVERITY_RANK
+from contracts.flags import REASON_RANK, SEVERITY_RANK
 from reports.csv_guard import guard_text_columns
 
 COLUMNS = (

@@ -1,7 +1,7 @@
 """The chargeback export files of a billing month, written atomically:
 
 - ``<dir>/YYYY-MM/chargeback_focus.csv`` and ``.parquet``: FOCUS 1.2 columns then ``x_`` ones
-  (transforms.fct_chargeback_focus FOCUS_COLUMNS + X_COLUMNS, in that order). CSV: timestamps
+  (contracts.chargeback FOCUS_COLUMNS + X_COLUMNS, in that order). CSV: timestamps
   ``YYYY-MM-DDTHH:MM:SSZ``, decimals as plain decimal text (``2.500000``, ``12.40``), null as
   an empty field; text cells through reports.csv_guard (a ``'`` before what a spreadsheet would
   run as a formula). Parquet: decimals as decimal128, timestamps as UTC timestamps, text raw.
@@ -19,12 +19,9 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from contracts.chargeback import FOCUS_COLUMNS, FOCUS_ORDER, JOBS_ORDER, JOBS_SCHEMA, X_COLUMNS
 from reports.csv_guard import guard_text_columns
 from reports.write import write_atomic_with
-from transforms.fct_chargeback_focus import FOCUS_COLUMNS, X_COLUMNS
-from transforms.fct_chargeback_focus import ORDER as FOCUS_ORDER
-from transforms.fct_chargeback_jobs import ORDER as JOBS_ORDER
-from transforms.fct_chargeback_jobs import SCHEMA as JOBS_SCHEMA
 from warehouse import read_frame
 
 _MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")

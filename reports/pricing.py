@@ -5,7 +5,7 @@
   hourly capacity rows, ``workload_idle_cost`` from the runs, ``infra_idle_cost`` from each
   hour's capacity not held, at that hour's price;
 (fct_job_flags and mart_user_monthly price their ``idle_cost`` the same way:
-``transforms.flag_rules.costs``.)
+``transforms.marts.flag_rules.costs``.)
 """
 
 from __future__ import annotations

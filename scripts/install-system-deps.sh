@@ -8,6 +8,8 @@
 #   victoria-metrics: a second server speaking the Prometheus HTTP API (tests/support/victoria.py).
 #   chromium: the HTML reports are loaded headless (via Playwright's Python driver, which
 #   uses this binary: no browser download) and must render without console errors.
+#   postgresql: the production Dagster instance (deploy/dagster.yaml) is tested against a real
+#   PostgreSQL (tests/support/postgres.py: initdb into a temp directory, run as the `postgres` user).
 set -euo pipefail
 missing=()
 need() {  # need COMMAND PACKAGE: install PACKAGE when COMMAND is not on the PATH
@@ -23,6 +25,8 @@ need munged munge
 need mariadb-install-db mariadb-server
 need chromium chromium
 need victoria-metrics victoria-metrics
+# PostgreSQL's server binaries live in /usr/lib/postgresql/<major>/bin, off the PATH.
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || missing+=(postgresql)
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
@@ -31,7 +35,7 @@ sudo_cmd=""
 echo "installing Debian packages for the integration tests: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $sudo_cmd apt-get update -qq
-# Debian's prometheus, victoria-metrics, munge, mariadb and slurm packages would start daemons from their
+# Debian's prometheus, victoria-metrics, munge, mariadb, postgresql and slurm packages would start daemons from their
 # init scripts; a policy-rc.d that exits 101 stops that (removed again if we created it).
 if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' | $sudo_cmd tee /usr/sbin/policy-rc.d >/dev/null

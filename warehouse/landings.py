@@ -1,30 +1,29 @@
-"""meta.landings and meta.monthly_builds (migration 0015): what landed, what was built.
+"""meta.landings (in the lake) and meta.monthly_builds (migration 0015): what landed, what was built.
 
-``landing_statement`` is passed to ``replace_partition(..., also=[...])`` so a day's landing is
-recorded in the transaction that writes its rows; ``record_landing`` records one on its own (a
-failure, or a day rejected by a check after it landed). ``month_landings`` and
-``latest_build`` read them back for the monthly job's gate and for ``cardhours close``.
+A day's landing is one row per source, cluster and day, stored as a small Parquet file in the
+lake (``LANDINGS``: ``<lake>/meta/landings/source=…/cluster=…/day=…/part-0.parquet``), written
+after the day's rows (pipelines/store.py), so the lake never holds a landing without its
+data; ``meta.landings`` is a view over those files. ``write_landing`` records one (ok, a
+failure, or a day rejected by a check after it landed: ``mark_rejected``). ``month_landings``
+and ``latest_build`` read them back for the monthly job's gate and for ``cardhours close``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
+from pathlib import Path
 
 import duckdb
 import polars as pl
 
 from warehouse.connection import first_row, read_frame
+from warehouse.lake import LakeTable, partition_file, refresh, write_partition
 
 OK, REJECTED, FAILED = "ok", "rejected", "failed"
 STARTED, FINISHED = "started", "finished"
 
-_UPSERT = (
-    "INSERT INTO meta.landings (cluster, day, source, landed_at, rows, quarantined, screened, status, detail) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cluster, day, source) DO UPDATE SET "
-    "landed_at = excluded.landed_at, rows = excluded.rows, quarantined = excluded.quarantined, "
-    "screened = excluded.screened, status = excluded.status, detail = excluded.detail"
-)
+LANDINGS = LakeTable("meta.landings", ("source", "cluster", "day"))
 
 
 @dataclass(frozen=True)
@@ -40,6 +39,19 @@ class Landing:
     detail: str | None = None
 
 
+LANDING_SCHEMA = {
+    "cluster": pl.String,
+    "day": pl.Date,
+    "source": pl.String,
+    "landed_at": pl.Datetime("us"),
+    "status": pl.String,
+    "rows": pl.Int64,
+    "quarantined": pl.Int64,
+    "screened": pl.Int64,
+    "detail": pl.String,
+}
+
+
 @dataclass(frozen=True)
 class Build:
     month: date
@@ -50,33 +62,41 @@ class Build:
     accepted_gaps: str | None
 
 
-def landing_statement(landing: Landing) -> tuple[str, list[object]]:
-    """The upsert of one landing, as (sql, params) for ``replace_partition(also=...)``."""
-    return _UPSERT, [
-        landing.cluster,
-        landing.day,
-        landing.source,
-        landing.landed_at,
-        landing.rows,
-        landing.quarantined,
-        landing.screened,
-        landing.status,
-        landing.detail,
-    ]
+def write_landing(conn: duckdb.DuckDBPyConnection, lake: Path, landing: Landing) -> None:
+    """Record ``landing`` (replacing the day's earlier one), as its own file in the lake."""
+    row = {field: [getattr(landing, field)] for field in Landing.__dataclass_fields__}
+    frame = pl.DataFrame(row, schema=LANDING_SCHEMA)
+    write_partition(
+        conn, lake, LANDINGS, frame, {"source": landing.source, "cluster": landing.cluster, "day": landing.day}
+    )
 
 
-def record_landing(conn: duckdb.DuckDBPyConnection, landing: Landing) -> None:
-    sql, params = landing_statement(landing)
-    conn.execute(sql, params)
+def record_landing(conn: duckdb.DuckDBPyConnection, lake: Path, landing: Landing) -> None:
+    """``write_landing``, and ``meta.landings`` on ``conn`` made a view over the lake's landings
+    again, so it sees this one (and every other)."""
+    write_landing(conn, lake, landing)
+    refresh(conn, lake, LANDINGS)
 
 
-def mark_rejected(conn: duckdb.DuckDBPyConnection, day: date, source: str, clusters: list[str], detail: str) -> None:
+def read_landing(conn: duckdb.DuckDBPyConnection, lake: Path, cluster: str, day: date, source: str) -> Landing | None:
+    """The day's landing as recorded, None if none was."""
+    path = partition_file(lake, LANDINGS, {"source": source, "cluster": cluster, "day": day})
+    if not path.is_file():
+        return None
+    values = read_frame(conn, "SELECT * FROM read_parquet(?)", [str(path)]).row(0, named=True)
+    return Landing(
+        cluster, day, source, **{k: values[k] for k in LANDING_SCHEMA if k not in ("cluster", "day", "source")}
+    )
+
+
+def mark_rejected(
+    conn: duckdb.DuckDBPyConnection, lake: Path, day: date, source: str, clusters: list[str], detail: str
+) -> None:
     """A day that landed but failed a blocking check: its landings become 'rejected'."""
     for cluster in clusters:
-        conn.execute(
-            "UPDATE meta.landings SET status = ?, detail = ? WHERE cluster = ? AND day = ? AND source = ?",
-            [REJECTED, detail, cluster, day, source],
-        )
+        landing = read_landing(conn, lake, cluster, day, source)
+        if landing is not None:
+            write_landing(conn, lake, replace(landing, status=REJECTED, detail=detail))
 
 
 def month_landings(conn: duckdb.DuckDBPyConnection, first: date, end: date) -> pl.DataFrame:

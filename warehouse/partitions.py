@@ -84,7 +84,7 @@ def _resolve_table(conn: duckdb.DuckDBPyConnection, table: str) -> _Table:
     return _Table(parts[0], parts[1], tuple(row[0] for row in rows))
 
 
-def _to_arrow(frame: Frame) -> pa.Table:
+def to_arrow(frame: Frame) -> pa.Table:
     if isinstance(frame, pl.DataFrame):
         return frame.to_arrow()
     if isinstance(frame, pa.Table):
@@ -95,7 +95,7 @@ def _to_arrow(frame: Frame) -> pa.Table:
 def _prepare(conn: duckdb.DuckDBPyConnection, table: str, frame: Frame, keys: Sequence[str]) -> tuple[_Table, pa.Table]:
     """Resolve the table and check the frame's columns and the partition keys against it."""
     target = _resolve_table(conn, table)
-    data = _to_arrow(frame)
+    data = to_arrow(frame)
     columns = data.column_names
     if not keys:
         raise ValueError("a partition needs at least one key column")

@@ -3,7 +3,7 @@
 By default the bench's Prometheus and the reader share every CPU of the machine, so each CPU
 second the reader spends is taken from the server (on a 2-vCPU machine, where the server
 alone keeps both CPUs about 90 % busy, ours / raw is then mostly the reader's extra CPU:
-docs/prometheus.md "Speed"). A site's Prometheus usually runs on other machines. Pinning the
+benchmarks/README.md). A site's Prometheus usually runs on other machines. Pinning the
 server to the first ``N`` CPUs this process may use and the timed readers to the rest (Linux
 affinity; the server's Go runtime sizes GOMAXPROCS to its CPUs) models that on one machine.
 """

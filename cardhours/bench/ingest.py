@@ -9,8 +9,10 @@ requests with the same concurrency, alternately ``rounds`` times (the fastest of
 counts: other load on the machine only ever slows a round down), then
 prometheus-api-client's DataFrame path once (it is the slow one).
 
-Every sample back-filled must come back from cardhours' ingest: a different count fails
-the bench (a fast wrong answer is not a result). With ``workdir`` given, a finished
+``decoder`` picks cardhours' decoder (``auto``: numba with ``cardhours[fast]`` installed,
+else pyarrow); the report names the one that ran and its target. Every sample back-filled
+must come back from cardhours' ingest: a different count fails the bench (a fast wrong
+answer is not a result). With ``workdir`` given, a finished
 simulation and back-fill of the same size found there are reused, and the directory is
 kept; a temporary work directory is removed unless ``keep``.
 """
@@ -33,7 +35,8 @@ from cardhours.bench.cpus import CpuSplitError, running_on, split_cpus
 from cardhours.bench.ingest_report import cpu_model, print_report  # noqa: F401  (the CLI imports them from here)
 from cardhours.bench.ingest_timers import measure
 from cardhours.bench.prometheus_server import PrometheusHarnessError, PrometheusServer, backfill
-from cardhours.config import ConfigError, parse_config
+from config import ConfigError, parse_config
+from sources.prometheus.decoders import DecoderUnavailable, choose
 
 START = date(2026, 3, 2)  # a whole UTC day (and a 2-hour TSDB block boundary)
 SEED = 5
@@ -57,6 +60,12 @@ class BenchResult:
     timings: dict[str, dict]  # ours, raw, client -> ingest_timers result
     server_cpus: frozenset[int] | None = None  # --server-cpus: the server's CPUs, and the readers'
     reader_cpus: frozenset[int] | None = None
+    decoder_asked: str = "auto"
+
+    @property
+    def decoder(self) -> str:
+        """The decoder cardhours' reads used (numba or pyarrow)."""
+        return self.timings["ours"]["decoder"]
 
     def summary(self) -> dict:
         return {
@@ -64,6 +73,7 @@ class BenchResult:
             "raw_fetch_s": round(self.timings["raw"]["seconds"], 3),
             "client_df_s": round(self.timings["client"]["seconds"], 3),
             "samples": self.timings["ours"]["samples"],
+            "decoder": self.decoder,
         }
 
 
@@ -95,7 +105,7 @@ def count_samples(path: Path) -> int:
 
 def _prepare(gpus: int, hours: int, step: int, root: Path, progress: Progress) -> tuple[Path, int]:
     """Simulate and back-fill into ``root`` (or reuse a finished run); (TSDB dir, samples)."""
-    from cardhours.simulate.run import simulate
+    from simulate.run import simulate
 
     marker, data_dir = root / "bench.json", root / "tsdb"
     wanted = {"gpus": gpus, "hours": hours, "step_seconds": step, "start": START.isoformat(), "seed": SEED}
@@ -141,15 +151,17 @@ def prometheus_config(url: str, step: int, sim_dir: Path) -> dict:
     return settings.clusters[0].prometheus.model_dump(mode="json")
 
 
-def _timed_rounds(config: dict, start: datetime, end: datetime, rounds: int, report: Progress) -> dict[str, dict]:
-    """ours and raw alternately ``rounds`` times (the fastest of each kept, with the highest
-    peak RSS of its rounds, and each round's ours / raw as ``ours["round_ratios"]``), then the
-    client path once."""
+def _timed_rounds(
+    config: dict, start: datetime, end: datetime, rounds: int, report: Progress, decoder: str = "auto"
+) -> dict[str, dict]:
+    """ours (with ``decoder``) and raw alternately ``rounds`` times (the fastest of each kept, with
+    the highest peak RSS of its rounds, and each round's ours / raw as ``ours["round_ratios"]``),
+    then the client path once."""
     runs: dict[str, list[dict]] = {"ours": [], "raw": []}
     for i in range(rounds):
         for name in runs:
             report(f"round {i + 1}/{rounds}: {name}", i, rounds + 1)
-            runs[name].append(measure(name, config, start, end))
+            runs[name].append(measure(name, config, start, end, decoder))
     timings = {
         name: {**min(results, key=lambda t: t["seconds"]), "rss_mib": max(t["rss_mib"] for t in results)}
         for name, results in runs.items()
@@ -172,13 +184,15 @@ def run_ingest_bench(
     progress: Progress | None = None,
     say: Callable[[str], None] = print,
     server_cpus: int | None = None,
+    decoder: str = "auto",
 ) -> BenchResult:
     """The bench (module docstring); with ``server_cpus``, the server runs on that many CPUs
     of its own and the timed readers on the others (``cpus``)."""
     report = progress or (lambda stage, done, total: None)
     try:
         pinned = split_cpus(server_cpus) if server_cpus is not None else (None, None)
-    except CpuSplitError as exc:
+        choose(decoder)  # before minutes of simulation: a decoder that cannot run here fails now
+    except (CpuSplitError, ValueError, DecoderUnavailable) as exc:
         raise BenchError(str(exc)) from exc
     root = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="cardhours-bench-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -192,7 +206,7 @@ def run_ingest_bench(
             config = prometheus_config(server.url, step_seconds, root / "sim")
             report("warm-up fetch (untimed)", 0, 0)
             measure("raw", config, start, end)
-            timings = _timed_rounds(config, start, end, rounds, report)
+            timings = _timed_rounds(config, start, end, rounds, report, decoder)
     except PrometheusHarnessError as exc:
         raise BenchError(str(exc)) from exc
     finally:
@@ -200,4 +214,4 @@ def run_ingest_bench(
             shutil.rmtree(root, ignore_errors=True)
     if timings["ours"]["samples"] != expected:
         raise BenchError(f"cardhours read {timings['ours']['samples']:,} samples, {expected:,} were back-filled")
-    return BenchResult(gpus, hours, step_seconds, rounds, root, kept, expected, timings, *pinned)
+    return BenchResult(gpus, hours, step_seconds, rounds, root, kept, expected, timings, *pinned, decoder)

@@ -10,8 +10,24 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from sources.prometheus.decoders import FAST_EXTRA, numba_missing
+
 if TYPE_CHECKING:
     from cardhours.bench.ingest import BenchResult
+
+TARGETS = {"numba": 1.25, "pyarrow": 1.6}  # ours / raw fetch, per decoder
+
+
+def decoder_note(result: BenchResult) -> str:
+    """Which decoder cardhours' reads used, and why."""
+    if result.decoder == "numba":
+        return (
+            f"decoder: numba (cardhours[fast], compiled; metrics it handed to pyarrow in the fastest read: "
+            f"{result.timings['ours']['fallbacks']})"
+        )
+    if result.decoder_asked == "pyarrow":
+        return "decoder: pyarrow (asked for with --decoder pyarrow)"
+    return f"decoder: pyarrow, the default install (numba cannot be imported: {numba_missing()}; {FAST_EXTRA})"
 
 
 def cpu_model(timings: dict[str, dict]) -> float:
@@ -56,8 +72,7 @@ def print_report(result: BenchResult, out: Console) -> None:
     out.print(
         "ours: cardhours' PrometheusMetricsSource.read_long. raw: a raw HTTP fetch of the same requests with the "
         "same concurrency, bodies read as ours reads them (into reused buffers) and discarded. "
-        "client: prometheus-api-client get_metric_range_data + "
-        "MetricRangeDataFrame. "
+        "client: prometheus-api-client get_metric_range_data + MetricRangeDataFrame. "
         "s: wall seconds. par: requests in flight (max_parallel_requests; unset: 4, or as many as this machine's "
         "CPUs when the server runs on it). MiB: response bytes. cpu: CPU seconds of the reading process; "
         "srv: CPU seconds of "
@@ -77,8 +92,10 @@ def print_report(result: BenchResult, out: Console) -> None:
             "server and readers share every CPU (--server-cpus N gives the server CPUs of its own)", highlight=False
         )
     ours, client = result.timings["ours"]["seconds"], result.timings["client"]["seconds"]
+    out.print(decoder_note(result), highlight=False, markup=False)
     out.print(
-        f"ours / raw fetch = {ours / raw:.2f} (target <= 1.25); client DF / ours = {client / ours:.1f} (target >= 4)",
+        f"ours / raw fetch = {ours / raw:.2f} (target <= {TARGETS[result.decoder]} with the {result.decoder} "
+        f"decoder); client DF / ours = {client / ours:.1f} (target >= 4)",
         highlight=False,
     )
     paired = sorted(result.timings["ours"].get("round_ratios", []))
@@ -93,7 +110,7 @@ def print_report(result: BenchResult, out: Console) -> None:
         out.print(
             f"CPU model: {cpu_model(result.timings):.2f} = 1 + (ours cpu - raw cpu) / (srv + raw cpu) of the raw "
             "fetch: what the reader's extra CPU alone costs while the server keeps the same CPUs busy "
-            '(docs/prometheus.md "Speed")',
+            "(benchmarks/README.md)",
             highlight=False,
         )
     out.print(f"work directory: {result.workdir}" + (" (kept)" if result.kept else " (removed)"), highlight=False)

@@ -6,7 +6,8 @@ first five minutes untimed (imports, first-call paths); timing starts after that
 set-up and ends when the data is in memory:
 
 - ``ours``: ``PrometheusMetricsSource.read_long`` (census probes, planned requests in
-  parallel, decoded into LongSamples).
+  parallel, decoded into LongSamples) with the decoder asked for (``decoders``: ``auto``
+  takes numba when ``cardhours[fast]`` is installed); the result names the one that ran.
 - ``raw``: the same HTTP requests (the census probes, then ``plan_metric`` per partition,
   exactly what ``read_long`` sends when nothing is refused) with the same concurrency and
   the same ``PrometheusClient`` session; bodies are read the way ``read_long`` reads them
@@ -109,16 +110,16 @@ def _rss_mib() -> float:
     return int(re.search(r"^VmHWM:\s+(\d+) kB", status, re.M).group(1)) / 1024
 
 
-def _source(config: dict):
-    from cardhours.config.cluster import PrometheusConfig
-    from cardhours.sources.prometheus import PrometheusMetricsSource
+def _source(config: dict, decoder: str = "auto"):
+    from config.cluster import PrometheusConfig
+    from sources.prometheus import PrometheusMetricsSource
 
-    return PrometheusMetricsSource(PrometheusConfig.model_validate(config))
+    return PrometheusMetricsSource(PrometheusConfig.model_validate(config), decoder=decoder)
 
 
-def _timed_read(config: dict, start: datetime, end: datetime, warm_until: datetime) -> dict:
+def _timed_read(config: dict, start: datetime, end: datetime, warm_until: datetime, decoder: str) -> dict:
     """An untimed read of ``[start, warm_until)``, then the timed read of ``[start, end)``."""
-    source = _source(config)
+    source = _source(config, decoder)
     source.read_long(start, warm_until)
     base = _rss_mib()
     clock = Clock(server_pid(config["url"])).start()
@@ -135,25 +136,27 @@ def _timed_read(config: dict, start: datetime, end: datetime, warm_until: dateti
         "rss_mib": _rss_mib(),
         "base_rss_mib": base,
         "in_flight": source.parallel_requests,
+        "decoder": stats.decoder,
+        "fallbacks": stats.fallbacks,
     }
 
 
-def ours(config: dict, start: datetime, end: datetime) -> dict:
+def ours(config: dict, start: datetime, end: datetime, decoder: str = "auto") -> dict:
     """cardhours' ingest in a fresh process; the untimed warm-up only loads imports and first-call paths."""
-    return _timed_read(config, start, end, start + WARM_UP)
+    return _timed_read(config, start, end, start + WARM_UP, decoder)
 
 
-def ours_warm(config: dict, start: datetime, end: datetime) -> dict:
+def ours_warm(config: dict, start: datetime, end: datetime, decoder: str = "auto") -> dict:
     """``ours`` once more in the same process after an untimed read of the whole window: what a
     long-running reader pays per read once its memory pool holds the pages a read needs
     (``ours`` in a fresh process also pays for first touching them)."""
-    return _timed_read(config, start, end, end)
+    return _timed_read(config, start, end, end, decoder)
 
 
 def request_list(source, start: datetime, end: datetime) -> list[tuple[str, dict[str, str]]]:
     """The census probes and the planned data requests of ``source.read_raw(start, end)``."""
-    from cardhours.sources.prometheus.plan import day_partitions, plan_metric, seconds, selector
-    from cardhours.sources.prometheus.source import to_ms
+    from sources.prometheus.plan import day_partitions, plan_metric, seconds, selector
+    from sources.prometheus.source import to_ms
 
     limits = source._limits(source.config.scrape_interval_seconds * 1000)
     probes, data = [], []
@@ -167,7 +170,7 @@ def request_list(source, start: datetime, end: datetime) -> list[tuple[str, dict
 
 
 def raw(config: dict, start: datetime, end: datetime) -> dict:
-    from cardhours.sources.prometheus.scratch import Scratch
+    from sources.prometheus.scratch import Scratch
 
     source = _source(config)
     requests = request_list(source, start, end)
@@ -205,10 +208,10 @@ def raw(config: dict, start: datetime, end: datetime) -> dict:
 def client(config: dict, start: datetime, end: datetime) -> dict:
     from prometheus_api_client import MetricRangeDataFrame, PrometheusConnect
 
-    from cardhours.schemas import DCGM_FIELDS
+    from contracts.exporters import DCGM
 
     connection = PrometheusConnect(url=config["url"], disable_ssl=not config.get("verify_tls", True))
-    metrics = [config.get("metric_names", {}).get(field, field) for field in DCGM_FIELDS]
+    metrics = list(DCGM.renamed(config.get("metric_names", {})).metric_signals)
     utc_start, utc_end = start.replace(tzinfo=UTC), end.replace(tzinfo=UTC)
     MetricRangeDataFrame(
         connection.get_metric_range_data(metrics[0], start_time=utc_start, end_time=utc_start + WARM_UP)
@@ -236,10 +239,12 @@ def client(config: dict, start: datetime, end: datetime) -> dict:
 
 
 TIMERS = {"ours": ours, "raw": raw, "client": client, "ours_warm": ours_warm}
+DECODING = ("ours", "ours_warm")  # the timers that take a decoder
 
 
-def measure(name: str, config: dict, start: datetime, end: datetime) -> dict:
-    """Run timer ``name`` in a fresh spawned process; its result dict."""
+def measure(name: str, config: dict, start: datetime, end: datetime, decoder: str = "auto") -> dict:
+    """Run timer ``name`` in a fresh spawned process (cardhours' reads with ``decoder``); its result dict."""
     context = multiprocessing.get_context("spawn")
+    options = {"decoder": decoder} if name in DECODING else {}
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        return pool.submit(TIMERS[name], config, start, end).result()
+        return pool.submit(TIMERS[name], config, start, end, **options).result()

@@ -6,7 +6,7 @@
   imports and the ephemeral instance; peak RSS is the process's ``VmHWM`` (it starts afresh
   at exec, so it is this build's own, DuckDB's memory included).
 - ``time_joins``: the attribution SQL of one cluster and month with each join of
-  ``transforms.int_gpu_minutes_attributed.JOINS``, alternately ``rounds`` times, fetched as
+  ``transforms.intermediate.int_gpu_minutes_attributed.JOINS``, alternately ``rounds`` times, fetched as
   Arrow like the asset does; the fastest of each counts, and the rows must be identical.
   Also timed once: the same SQL as ``CREATE TEMP TABLE ... AS`` (what an INSERT ... SELECT
   pays without moving rows to Arrow).
@@ -87,15 +87,15 @@ def time_joins(config_path: str, month_start: datetime, month_end: datetime, rou
 
     from pipelines.assets.intermediate import attribution_queries
     from pipelines.resources import CardhoursResource
-    from transforms.int_gpu_minutes_attributed import JOINS
-    from warehouse import connect
+    from pipelines.store import open_warehouse
+    from transforms.intermediate.int_gpu_minutes_attributed import JOINS
 
     cardhours = CardhoursResource(config_path=config_path)
     cluster = cardhours.config.clusters[0]
     queries = {join: attribution_queries(cardhours, cluster, month_start, month_end, join) for join in JOINS}
     best: dict[str, float] = {}
     tables = {}
-    with connect(cardhours.config.warehouse.path) as conn:
+    with open_warehouse(cardhours.config) as conn:
         for _ in range(rounds):
             for join, chunks in queries.items():
                 started = time.perf_counter()

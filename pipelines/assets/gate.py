@@ -2,23 +2,23 @@
 
 ``meta/month_landed`` (monthly) reads meta.landings and fails, naming the clusters, sources and
 days, unless every day of the month landed 'ok' for every configured cluster
-(cardhours/landings.py), or the run was given a reason to build over the gaps (run config
+(warehouse/books/landings.py), or the run was given a reason to build over the gaps (run config
 ``accept_gaps``; ``cardhours run --accept-gaps``). When it passes it records the build's start
 and the newest landing it builds on in meta.monthly_builds; the chargeback export marks the
-build finished. Every monthly asset that reads daily data depends on it (GATE_DEP).
+build finished. Every monthly asset that reads daily data follows it (``after=[MONTH_LANDED]``).
 """
 
-from dagster import AssetDep, AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 from dagster import Config as RunConfig
+from dagster import Failure, MaterializeResult, MetadataValue
 
-from cardhours.landings import expected_sources, landing_gaps
 from pipelines.landing import utc_now
-from pipelines.partitions import monthly_partitions, naive_window
-from pipelines.resources import CardhoursResource
+from pipelines.step import Step
+from pipelines.table_asset import table_asset
+from pipelines.tables import MONTH_LANDED
+from warehouse.books.landings import expected_sources, landing_gaps
 from warehouse.landings import month_landings, start_build
 
-GATE_KEY = ["meta", "month_landed"]
-GATE_DEP = AssetDep(GATE_KEY)
+GATE_KEY = MONTH_LANDED.key
 GATE_STEP = "meta__month_landed"
 
 
@@ -26,37 +26,33 @@ class GateConfig(RunConfig):
     accept_gaps: str = ""  # a reason: build over failed or missing days anyway (stored with the build)
 
 
-@asset(
-    key=GATE_KEY,
-    partitions_def=monthly_partitions,
-    group_name="meta",
-    kinds={"duckdb"},
+@table_asset(
+    MONTH_LANDED,
+    kinds=["duckdb"],
+    run_config=GateConfig,
     description="Every day of the month landed for every cluster (meta.landings), or the run accepts "
     "the gaps with a reason; records the build's start in meta.monthly_builds.",
 )
-def month_landed(context: AssetExecutionContext, config: GateConfig, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    month, reason = start.date(), config.accept_gaps.strip()
-    with cardhours.warehouse() as conn:
-        landings = month_landings(conn, start.date(), end.date())
-        gaps = landing_gaps(landings, expected_sources(cardhours.config), start.date(), end.date())
-        if gaps and not reason:
-            raise Failure(
-                description=(
-                    f"{month:%Y-%m} is not built: not every day landed.\n" + "\n".join(gaps) + "\n"
-                    f"Land those days (the daily_ingest job for each, or cardhours run --month {month:%Y-%m}), "
-                    'or build over them with a reason (cardhours run --accept-gaps "...", '
-                    "or run config accept_gaps)."
-                ),
-                metadata={"gaps": MetadataValue.json(gaps)},
-            )
-        landed_through = landings.get_column("landed_at").max() if landings.height else None
-        start_build(conn, month, utc_now(), landed_through, reason or None)
+def month_landed(step: Step) -> MaterializeResult:
+    month, reason = step.month, step.run_config.accept_gaps.strip()
+    landings = month_landings(step.store.conn, step.start.date(), step.end.date())
+    gaps = landing_gaps(landings, expected_sources(step.config), step.start.date(), step.end.date())
+    if gaps and not reason:
+        raise Failure(
+            description=(
+                f"{month:%Y-%m} is not built: not every day landed.\n" + "\n".join(gaps) + "\n"
+                f"Land those days (the daily_ingest job for each, or cardhours run --month {month:%Y-%m}), "
+                'or build over them with a reason (cardhours run --accept-gaps "...", '
+                "or run config accept_gaps)."
+            ),
+            metadata={"gaps": MetadataValue.json(gaps)},
+        )
+    landed_through = landings.get_column("landed_at").max() if landings.height else None
+    start_build(step.store.conn, month, utc_now(), landed_through, reason or None)
     if gaps:
-        context.log.warning(f"building {month:%Y-%m} over gaps ({reason}): " + "; ".join(gaps))
-    return MaterializeResult(
-        metadata={
-            "month": str(month),
+        step.log.warning(f"building {month:%Y-%m} over gaps ({reason}): " + "; ".join(gaps))
+    return step.done(
+        {
             "landings": landings.height,
             "landed_through": str(landed_through),
             "gaps": MetadataValue.json(gaps),

@@ -1,6 +1,6 @@
 """Daily ingest: DCGM samples and sacct rows of one UTC day land in the raw schema.
 
-DCGM samples are screened on the way in (transforms.dcgm_quality): sentinels and
+DCGM samples are screened on the way in (transforms.helpers.dcgm_quality): sentinels and
 out-of-range values are nulled, restart duplicates dropped, whole-GPU fields on MIG
 instances moved to one device row; every rejected value lands in ``raw.quarantine``
 (source "dcgm") and is counted in the metadata.
@@ -9,26 +9,25 @@ instances moved to one device row; every rejected value lands in ``raw.quarantin
 from datetime import date
 
 import polars as pl
-from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import AssetCheckResult, MaterializeResult, MetadataValue
 
-from cardhours.landings import SACCT as SACCT_SOURCE
-from cardhours.schemas import QUARANTINE_SCHEMA, SAMPLE_VALUE_COLUMNS
+from contracts.schemas import QUARANTINE_SCHEMA, SAMPLE_VALUE_COLUMNS
 from pipelines.checks.quarantine import CHECK_NAME as QUARANTINE_CHECK
 from pipelines.checks.quarantine import ClusterQuarantine, quarantine_share_check, values_by_reason
 from pipelines.checks.raw import check_raw_table
 from pipelines.checks.suites import node_gpu_capacity
 from pipelines.landing import DETAIL_CHARS, failure_recorded, landed
-from pipelines.partitions import daily_partitions, naive_window
-from pipelines.resources import CardhoursResource
-from transforms.dcgm_quality import SOURCE as DCGM_SOURCE
-from transforms.dcgm_quality import ScreenResult, quarantine_share, screen_samples
-from transforms.slurm_rows import rejects_by_code, row_rejects
-from warehouse import replace_partition
-from warehouse.landings import OK, REJECTED, mark_rejected
-from warehouse.partitions import Statement
+from pipelines.step import Step
+from pipelines.table_asset import Check, table_asset
+from pipelines.tables import RAW_DCGM_SAMPLES, RAW_QUARANTINE, RAW_SLURM_SACCT
+from transforms.helpers.dcgm_quality import SOURCE as DCGM_SOURCE
+from transforms.helpers.dcgm_quality import ScreenResult, quarantine_share, screen_samples
+from transforms.helpers.slurm_rows import rejects_by_code, row_rejects
+from warehouse.books.landings import SACCT as SACCT_SOURCE
+from warehouse.landings import OK, REJECTED, Landing, mark_rejected
 
-SAMPLES_KEY = ["raw", "dcgm_samples"]
-SACCT_KEY = ["raw", "slurm_sacct"]
+SAMPLES_CHECK = "gx_raw_dcgm_samples"
+SACCT_CHECK = "gx_raw_slurm_sacct"
 SACCT_SHARE_CHECK = "sacct_quarantine_share"
 
 
@@ -40,7 +39,7 @@ def fields_present(samples: pl.DataFrame) -> list[str]:
     return [field for field in SAMPLE_VALUE_COLUMNS if counts[field] > 0]
 
 
-def _share_landing(outcome: ClusterQuarantine, day: date, source: str, rows: int) -> Statement:
+def _share_landing(outcome: ClusterQuarantine, day: date, source: str, rows: int) -> Landing:
     """The day's landing: 'rejected' when its quarantine share is over the cluster's limit."""
     counts = outcome.counts
     detail = f"{outcome.share:.4%} of {outcome.unit} quarantined, over {outcome.limit_key} {outcome.max_share:.4%}"
@@ -50,15 +49,12 @@ def _share_landing(outcome: ClusterQuarantine, day: date, source: str, rows: int
     )
 
 
-def _reject_if_failed(
-    cardhours: CardhoursResource, check: AssetCheckResult, day: date, source: str, clusters: list[str]
-) -> None:
+def _reject_if_failed(step: Step, check: AssetCheckResult, day: date, source: str, clusters: list[str]) -> None:
     """A blocking raw-table check that failed makes the day's landings 'rejected'."""
     if check.passed or not clusters:
         return
     detail = f"check {check.check_name} failed: {check.description or 'see the Dagster run'}"[:DETAIL_CHARS]
-    with cardhours.warehouse() as conn:
-        mark_rejected(conn, day, source, clusters, detail)
+    mark_rejected(step.store.conn, step.store.lake, day, source, clusters, detail)
 
 
 def screening_metadata(result: ScreenResult) -> dict:
@@ -70,68 +66,60 @@ def screening_metadata(result: ScreenResult) -> dict:
     }
 
 
-@asset(
-    key=SAMPLES_KEY,
-    partitions_def=daily_partitions,
-    group_name="ingest",
-    kinds={"duckdb"},
+def _land_samples(step: Step, cluster) -> tuple[int, ScreenResult, ClusterQuarantine, dict | None]:
+    """One cluster's day of DCGM samples: read, screen, quarantine, land (with the landing)."""
+    source = step.cardhours.metrics_source(cluster.name)
+    frame = source.read_samples(cluster.name, step.start, step.end)
+    report = getattr(source, "last_report", None)  # an HTTP read: what it did
+    result = screen_samples(frame, partition_key=step.day.isoformat())
+    del frame
+    outcome = ClusterQuarantine(
+        cluster.name,
+        step.day.isoformat(),
+        result.counts,
+        cluster.metrics.max_quarantine_share,
+        values_by_reason(result.quarantine),
+    )
+    step.write(
+        result.quarantine.select(list(QUARANTINE_SCHEMA)),
+        table=RAW_QUARANTINE,
+        partition={"cluster": cluster.name, "source": DCGM_SOURCE, "partition_key": step.day.isoformat()},
+    )
+    landing = _share_landing(outcome, step.day, DCGM_SOURCE, result.clean.height)
+    rows = step.write(result.clean, cluster=cluster.name, also=[landing])
+    return rows, result, outcome, report.summary() if report is not None else None
+
+
+@table_asset(
+    RAW_DCGM_SAMPLES,
     description="Every DCGM sample of the day, per GPU or MIG instance, labels normalized and screened "
     "(docs/design.md).",
-    check_specs=[
-        AssetCheckSpec("gx_raw_dcgm_samples", asset=SAMPLES_KEY, blocking=True),
-        AssetCheckSpec(
+    checks=[
+        Check(SAMPLES_CHECK),
+        Check(
             QUARANTINE_CHECK,
-            asset=SAMPLES_KEY,
-            blocking=True,
             description="Quarantined share of the day's sample values within metrics.max_quarantine_share.",
         ),
     ],
 )
-def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    day = start.date()
+def raw_dcgm_samples(step: Step) -> MaterializeResult:
+    day = step.day
     rows: dict[str, int] = {}
     screening: dict[str, dict] = {}
     reads: dict[str, dict] = {}
     outcomes: list[ClusterQuarantine] = []
-    with cardhours.warehouse() as conn:
-        for cluster in cardhours.config.clusters:
-            with failure_recorded(conn, cluster.name, day, DCGM_SOURCE):
-                source = cardhours.metrics_source(cluster.name)
-                frame = source.read_samples(cluster.name, start, end)
-                if (report := getattr(source, "last_report", None)) is not None:  # an HTTP read: what it did
-                    reads[cluster.name] = report.summary()
-                result = screen_samples(frame, partition_key=day.isoformat())
-                del frame
-                outcome = ClusterQuarantine(
-                    cluster.name,
-                    day.isoformat(),
-                    result.counts,
-                    cluster.metrics.max_quarantine_share,
-                    values_by_reason(result.quarantine),
-                )
-                replace_partition(
-                    conn,
-                    "raw.quarantine",
-                    result.quarantine.select(list(QUARANTINE_SCHEMA)),
-                    {"cluster": cluster.name, "source": DCGM_SOURCE, "partition_key": day.isoformat()},
-                )
-                rows[cluster.name] = replace_partition(
-                    conn,
-                    "raw.dcgm_samples",
-                    result.clean,
-                    {"cluster": cluster.name, "day": day},
-                    also=[_share_landing(outcome, day, DCGM_SOURCE, result.clean.height)],
-                )
-            screening[cluster.name] = screening_metadata(result)
-            outcomes.append(outcome)
-            quarantined = result.counts["quarantined_values"]
-            context.log.info(
-                f"{cluster.name}: {rows[cluster.name]} samples for {day}, {quarantined} values quarantined"
-            )
-    gx = check_raw_table(cardhours, "raw.dcgm_samples", SAMPLES_KEY, "gx_raw_dcgm_samples", day)
-    _reject_if_failed(cardhours, gx, day, DCGM_SOURCE, list(rows))
-    share = quarantine_share_check(outcomes, SAMPLES_KEY)
+    for cluster in step.clusters:
+        with failure_recorded(step.store, cluster.name, day, DCGM_SOURCE):
+            rows[cluster.name], result, outcome, read = _land_samples(step, cluster)
+        if read is not None:
+            reads[cluster.name] = read
+        screening[cluster.name] = screening_metadata(result)
+        outcomes.append(outcome)
+        quarantined = result.counts["quarantined_values"]
+        step.log.info(f"{cluster.name}: {rows[cluster.name]} samples for {day}, {quarantined} values quarantined")
+    gx = check_raw_table(step.store, RAW_DCGM_SAMPLES.name, step.key.path, SAMPLES_CHECK, day)
+    _reject_if_failed(step, gx, day, DCGM_SOURCE, list(rows))
+    share = quarantine_share_check(outcomes, step.key)
     return MaterializeResult(
         metadata={
             "rows": sum(rows.values()),
@@ -139,81 +127,66 @@ def raw_dcgm_samples(context: AssetExecutionContext, cardhours: CardhoursResourc
             "quarantined_values": sum(item["quarantined_values"] for item in screening.values()),
             "screening_by_cluster": MetadataValue.json(screening),
             **({"read_by_cluster": MetadataValue.json(reads)} if reads else {}),
-            "window_start": str(start),
-            "window_end": str(end),
+            "window_start": str(step.start),
+            "window_end": str(step.end),
         },
         check_results=[gx, share],
     )
 
 
-@asset(
-    key=SACCT_KEY,
-    partitions_def=daily_partitions,
-    group_name="ingest",
-    kinds={"duckdb"},
+def _land_sacct(step: Step, cluster, weights: dict, capacity) -> tuple[int, int, ClusterQuarantine]:
+    """One cluster's day of sacct rows: read, judge, quarantine, land (with the landing)."""
+    raw, rejects = step.cardhours.sacct_rows(cluster.name, step.day, step.start, step.end)
+    outcome = sacct_day_outcome(
+        cluster.name, step.day, raw, rejects, cluster.slurm.max_quarantine_share, row_rejects(raw, weights, capacity)
+    )
+    quarantined = step.write(
+        rejects.select(list(QUARANTINE_SCHEMA)),
+        table=RAW_QUARANTINE,
+        partition={"cluster": cluster.name, "source": SACCT_SOURCE, "partition_key": step.day.isoformat()},
+    )
+    landing = _share_landing(outcome, step.day, SACCT_SOURCE, raw.height)
+    return step.write(raw, cluster=cluster.name, also=[landing]), quarantined, outcome
+
+
+@table_asset(
+    RAW_SLURM_SACCT,
     description="sacct rows (allocations and steps) of jobs active or pending during the day, fields as text.",
-    check_specs=[
-        AssetCheckSpec("gx_raw_slurm_sacct", asset=SACCT_KEY, blocking=True),
-        AssetCheckSpec(
+    checks=[
+        Check(SACCT_CHECK),
+        Check(
             SACCT_SHARE_CHECK,
-            asset=SACCT_KEY,
-            blocking=True,
             description="Quarantined share of the day's sacct rows within slurm.max_quarantine_share.",
         ),
     ],
 )
-def raw_slurm_sacct(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    day = start.date()
+def raw_slurm_sacct(step: Step) -> MaterializeResult:
+    day = step.day
     rows: dict[str, int] = {}
     quarantined: dict[str, int] = {}
     outcomes: list[ClusterQuarantine] = []
-    weights = dict(cardhours.config.rates.mig_profile_weights)
-    capacity = node_gpu_capacity(cardhours.config.inventory_frame())
-    with cardhours.warehouse() as conn:
-        for cluster in cardhours.config.clusters:
-            if cluster.slurm is None:
-                continue
-            with failure_recorded(conn, cluster.name, day, SACCT_SOURCE):
-                raw, rejects = cardhours.sacct_rows(cluster.name, day, start, end)
-                outcome = sacct_day_outcome(
-                    cluster.name,
-                    day,
-                    raw,
-                    rejects,
-                    cluster.slurm.max_quarantine_share,
-                    row_rejects(raw, weights, capacity),
-                )
-                outcomes.append(outcome)
-                quarantined[cluster.name] = replace_partition(
-                    conn,
-                    "raw.quarantine",
-                    rejects.select(list(QUARANTINE_SCHEMA)),
-                    {"cluster": cluster.name, "source": SACCT_SOURCE, "partition_key": day.isoformat()},
-                )
-                bad = outcome.counts["quarantined_values"]
-                rows[cluster.name] = replace_partition(
-                    conn,
-                    "raw.slurm_sacct",
-                    raw,
-                    {"cluster": cluster.name, "day": day},
-                    also=[_share_landing(outcome, day, SACCT_SOURCE, raw.height)],
-                )
-            if bad:
-                context.log.warning(
-                    f"{cluster.name}: {bad} sacct rows quarantined (by reason: {dict(outcome.reasons)})"
-                )
-    check = check_raw_table(cardhours, "raw.slurm_sacct", SACCT_KEY, "gx_raw_slurm_sacct", day)
-    share = quarantine_share_check(outcomes, SACCT_KEY, SACCT_SHARE_CHECK)
-    _reject_if_failed(cardhours, check, day, SACCT_SOURCE, list(rows))
+    weights = dict(step.config.rates.mig_profile_weights)
+    capacity = node_gpu_capacity(step.config.inventory_frame())
+    for cluster in step.clusters:
+        if cluster.slurm is None:
+            continue
+        with failure_recorded(step.store, cluster.name, day, SACCT_SOURCE):
+            rows[cluster.name], quarantined[cluster.name], outcome = _land_sacct(step, cluster, weights, capacity)
+            outcomes.append(outcome)
+        bad = outcome.counts["quarantined_values"]
+        if bad:
+            step.log.warning(f"{cluster.name}: {bad} sacct rows quarantined (by reason: {dict(outcome.reasons)})")
+    check = check_raw_table(step.store, RAW_SLURM_SACCT.name, step.key.path, SACCT_CHECK, day)
+    share = quarantine_share_check(outcomes, step.key, SACCT_SHARE_CHECK)
+    _reject_if_failed(step, check, day, SACCT_SOURCE, list(rows))
     return MaterializeResult(
         metadata={
             "rows": sum(rows.values()),
             "rows_by_cluster": rows,
             "quarantined_lines": sum(quarantined.values()),
             "quarantined_rows_by_reason": MetadataValue.json({o.cluster: dict(o.reasons) for o in outcomes}),
-            "window_start": str(start),
-            "window_end": str(end),
+            "window_start": str(step.start),
+            "window_end": str(step.end),
         },
         check_results=[check, share],
     )

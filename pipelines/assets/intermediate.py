@@ -2,7 +2,7 @@
 
 ``intermediate.int_gpu_minutes_attributed`` is read by ``marts.fct_job_usage`` and
 ``marts.fct_gpu_hourly`` (and by other readers: columns are the transform's SCHEMA + month,
-docs/marts.md). The rows are computed in DuckDB (``transforms/int_gpu_minutes_attributed.py``)
+docs/marts.md). The rows are computed in DuckDB (``transforms/intermediate/int_gpu_minutes_attributed.py``)
 and fetched as Arrow straight into ``replace_partition`` (idempotent, one transaction,
 bookkept); the minute rows never leave DuckDB.
 """
@@ -12,46 +12,32 @@ from datetime import timedelta
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-from dagster import (
-    AssetCheckResult,
-    AssetCheckSpec,
-    AssetDep,
-    AssetExecutionContext,
-    MaterializeResult,
-    MetadataValue,
-    asset,
-)
+from dagster import AssetCheckResult, MetadataValue
 
-from pipelines.assets.gate import GATE_DEP
-from pipelines.partitions import monthly_partitions, naive_window
 from pipelines.resources import CardhoursResource
-from transforms.int_gpu_minutes_attributed import ORDER, SCHEMA, int_gpu_minutes_attributed_sql
-from warehouse import replace_partition
+from pipelines.step import Step
+from pipelines.store import Store
+from pipelines.table_asset import Check, table_asset
+from pipelines.tables import (
+    INT_GPU_MINUTES_ATTRIBUTED,
+    MONTH_LANDED,
+    STG_DCGM__GPU_MINUTELY,
+    STG_KUBE__PODS,
+    STG_SLURM__JOBS,
+)
+from transforms.intermediate.int_gpu_minutes_attributed import ORDER, SCHEMA, int_gpu_minutes_attributed_sql
 
-ATTRIBUTED_KEY = ["intermediate", "int_gpu_minutes_attributed"]
-ATTRIBUTED_TABLE = "intermediate.int_gpu_minutes_attributed"
+ATTRIBUTED_TABLE = INT_GPU_MINUTES_ATTRIBUTED.name
 CHUNK_DAYS = 1
 SAMPLES_CONSERVED = "samples_conserved"
-SAMPLE_DEPS = [
-    AssetDep(["staging", "stg_slurm__jobs"]),
-    AssetDep(["staging", "stg_kube__pods"]),
-    AssetDep(["staging", "stg_dcgm__gpu_minutely"]),
-    GATE_DEP,
-]
-MINUTE_SAMPLES_SQL = """
-SELECT coalesce(sum(n_samples), 0) FROM staging.stg_dcgm__gpu_minutely
-WHERE cluster = ? AND day >= ? AND day < ? AND minute >= ? AND minute < ?
-"""
-# The month's rows of one cluster as the transform emits them (ORDER), for the marts.
-READ_SQL = (
-    f"SELECT * EXCLUDE (month) FROM {ATTRIBUTED_TABLE} WHERE month = ? AND cluster = ? "
-    f"ORDER BY {', '.join(f'{column} NULLS FIRST' for column in ORDER)}"
-)
+READ_ORDER = ", ".join(f"{column} NULLS FIRST" for column in ORDER)
+METHODS_SQL = f"SELECT attribution_method, sum(samples) FROM {ATTRIBUTED_TABLE} WHERE month = ? GROUP BY ALL ORDER BY 1"
 
 
-def read_attributed(conn, month, cluster: str) -> pl.DataFrame:
+def read_attributed(store: Store, month, cluster: str) -> pl.DataFrame:
     """One cluster's stored rows of ``month`` (a date), in SCHEMA and the transform's order."""
-    return conn.sql(READ_SQL, params=[month, cluster]).pl().cast(SCHEMA)
+    where = {"month": month, "cluster": cluster}
+    return store.read(INT_GPU_MINUTES_ATTRIBUTED, where, columns="* EXCLUDE (month)", order_by=READ_ORDER).cast(SCHEMA)
 
 
 def attribution_queries(cardhours: CardhoursResource, cluster, start, end, join: str = "hour_bucket") -> list:
@@ -87,13 +73,10 @@ def attribution_queries(cardhours: CardhoursResource, cluster, start, end, join:
     return queries
 
 
-def attributed_arrow(conn, cardhours: CardhoursResource, cluster, start, end) -> pa.Table:
+def attributed_arrow(step: Step, cluster, start, end) -> pa.Table:
     """One cluster's attributed rows of [start, end), computed by DuckDB window by window, as Arrow."""
-    tables = [
-        conn.sql(text, params=params).to_arrow_table()
-        for text, params in attribution_queries(cardhours, cluster, start, end)
-    ]
-    return pa.concat_tables(tables)
+    queries = attribution_queries(step.cardhours, cluster, start, end)
+    return pa.concat_tables([step.arrow(text, params) for text, params in queries])
 
 
 def samples_conserved_check(samples: dict[str, tuple[float, int]]) -> AssetCheckResult:
@@ -111,40 +94,33 @@ def samples_conserved_check(samples: dict[str, tuple[float, int]]) -> AssetCheck
     )
 
 
-@asset(
-    key=ATTRIBUTED_KEY,
-    partitions_def=monthly_partitions,
-    group_name="intermediate",
-    kinds={"duckdb"},
-    deps=SAMPLE_DEPS,
-    check_specs=[AssetCheckSpec(SAMPLES_CONSERVED, asset=ATTRIBUTED_KEY, blocking=True)],
+@table_asset(
+    INT_GPU_MINUTES_ATTRIBUTED,
+    reads=[STG_SLURM__JOBS, STG_KUBE__PODS, STG_DCGM__GPU_MINUTELY],
+    after=[MONTH_LANDED],
+    checks=[Check(SAMPLES_CONSERVED)],
     description="DCGM minutes tied to job runs and pods (hpc_job label, pod label, host-exclusive, host-shared), "
     "per GPU, hour, "
     "run and method; the input of fct_job_usage and fct_gpu_hourly.",
 )
-def int_gpu_minutes_attributed_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    month = start.date()
+def int_gpu_minutes_attributed_asset(step: Step):
     tables, samples = [], {}
-    with cardhours.warehouse() as conn:
-        for cluster in cardhours.config.clusters:
-            table = attributed_arrow(conn, cardhours, cluster, start, end)
-            want = conn.execute(MINUTE_SAMPLES_SQL, [cluster.name, start.date(), end.date(), start, end]).fetchone()[0]
-            kept = (pc.sum(table["samples"]).as_py() or 0.0) + (pc.sum(table["split_off_samples"]).as_py() or 0.0)
-            samples[cluster.name] = (float(kept), int(want))
-            tables.append(table)
-        stored = pa.concat_tables(tables) if tables else pl.DataFrame(schema=SCHEMA).to_arrow()
-        stored = stored.append_column("month", pa.array([month] * stored.num_rows, pa.date32()))
-        rows = replace_partition(conn, ATTRIBUTED_TABLE, stored, {"month": month})
-        methods = conn.execute(
-            f"SELECT attribution_method, sum(samples) FROM {ATTRIBUTED_TABLE} WHERE month = ? GROUP BY ALL ORDER BY 1",
-            [month],
-        ).fetchall()
-    return MaterializeResult(
-        metadata={
-            "rows": rows,
-            "month": str(month),
-            "samples_by_method": MetadataValue.json({str(k): float(v) for k, v in methods}),
-        },
-        check_results=[samples_conserved_check(samples)],
+    for cluster in step.clusters:
+        table = attributed_arrow(step, cluster, step.start, step.end)
+        want = step.read(
+            STG_DCGM__GPU_MINUTELY,
+            cluster=cluster.name,
+            columns="coalesce(sum(n_samples), 0)",
+            where="minute >= ? AND minute < ?",
+            params=[step.start, step.end],
+        ).item()
+        kept = (pc.sum(table["samples"]).as_py() or 0.0) + (pc.sum(table["split_off_samples"]).as_py() or 0.0)
+        samples[cluster.name] = (float(kept), int(want))
+        tables.append(table)
+    rows = step.write(pa.concat_tables(tables) if tables else pl.DataFrame(schema=SCHEMA).to_arrow())
+    methods = step.sql(METHODS_SQL, [step.month]).rows()
+    return step.done(
+        {"samples_by_method": MetadataValue.json({str(k): float(v) for k, v in methods})},
+        [samples_conserved_check(samples)],
+        rows=rows,
     )

@@ -5,13 +5,10 @@ and the monthly staged pods and jobs (docs/kubernetes.md). Clusters without a
 from datetime import datetime, timedelta
 
 import polars as pl
-from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import MaterializeResult, MetadataValue
 
-from cardhours.config.cluster import ClusterConfig
-from cardhours.schemas import QUARANTINE_SCHEMA
-from cardhours.sources.kube.landing import SOURCE, land
-from cardhours.sources.kube.reader import KubeReader
-from pipelines.assets.gate import GATE_DEP
+from config.cluster import ClusterConfig
+from contracts.schemas import QUARANTINE_SCHEMA
 from pipelines.checks.gx_adapter import run_suite_on_frame
 from pipelines.checks.kube_suites import (
     node_gpus,
@@ -22,16 +19,23 @@ from pipelines.checks.kube_suites import (
 )
 from pipelines.checks.suites import node_gpu_capacity
 from pipelines.landing import failure_recorded, landed
-from pipelines.partitions import daily_partitions, monthly_partitions, naive_window
-from pipelines.resources import CardhoursResource
-from transforms.stg_kube__jobs import stg_kube__jobs
-from transforms.stg_kube__pods import stg_kube__pods
-from warehouse import replace_partition
-from warehouse.connection import read_frame
+from pipelines.step import Step
+from pipelines.table_asset import Built, Check, table_asset
+from pipelines.tables import (
+    MONTH_LANDED,
+    RAW_KUBE_QUEUE_SAMPLES,
+    RAW_KUBE_SERIES,
+    RAW_QUARANTINE,
+    RAW_QUARANTINE_MONTHLY,
+    STG_KUBE__JOBS,
+    STG_KUBE__PODS,
+)
+from sources.kube.landing import SOURCE, land
+from sources.kube.reader import KubeReader
+from transforms.staging.stg_kube__jobs import stg_kube__jobs
+from transforms.staging.stg_kube__pods import SCHEMA as PODS_SCHEMA
+from transforms.staging.stg_kube__pods import stg_kube__pods
 
-SERIES_KEY = ["raw", "kube_series"]
-PODS_KEY = ["staging", "stg_kube__pods"]
-JOBS_KEY = ["staging", "stg_kube__jobs"]
 PODS_CHECK = "gx_stg_kube__pods"
 JOBS_CHECK = "gx_stg_kube__jobs"
 
@@ -42,78 +46,65 @@ def kube_step_seconds(cluster: ClusterConfig) -> int:
     return cluster.kubernetes.step_seconds or cluster.sample_step_seconds
 
 
-@asset(
-    key=SERIES_KEY,
-    partitions_def=daily_partitions,
-    group_name="ingest",
-    kinds={"duckdb"},
+def _land_cluster(step: Step, cluster: ClusterConfig) -> tuple[int, int, int]:
+    """One cluster's day: queue samples, quarantined series, then the series with the landing."""
+    reader = KubeReader(cluster)
+    try:
+        landing = land(reader.read(step.start, step.end), cluster.kubernetes, cluster.name, step.day)
+    finally:
+        reader.close()
+    queue_rows = step.write(landing.queue_samples, table=RAW_KUBE_QUEUE_SAMPLES, cluster=cluster.name)
+    quarantined = step.write(
+        landing.quarantine.select(list(QUARANTINE_SCHEMA)),
+        table=RAW_QUARANTINE,
+        partition={"cluster": cluster.name, "source": SOURCE, "partition_key": step.day.isoformat()},
+    )
+    series, bad = landing.series.height, landing.quarantine.height
+    rows = step.write(
+        landing.series, cluster=cluster.name, also=[landed(cluster.name, step.day, SOURCE, series, bad, series + bad)]
+    )
+    return rows, queue_rows, quarantined
+
+
+@table_asset(
+    RAW_KUBE_SERIES,
     description="kube-state-metrics / Volcano series of the day, one row per series (raw.kube_series); "
     "Kueue ClusterQueue samples (raw.kube_queue_samples).",
 )
-def raw_kube_series(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    day = start.date()
+def raw_kube_series(step: Step) -> MaterializeResult:
     rows: dict[str, int] = {}
     queue_rows: dict[str, int] = {}
     quarantined: dict[str, int] = {}
-    with cardhours.warehouse() as conn:
-        for cluster in cardhours.config.clusters:
-            if cluster.kubernetes is None:
-                continue
-            with failure_recorded(conn, cluster.name, day, SOURCE):
-                reader = KubeReader(cluster)
-                try:
-                    landing = land(reader.read(start, end), cluster.kubernetes, cluster.name, day)
-                finally:
-                    reader.close()
-                partition = {"cluster": cluster.name, "day": day}
-                queue_rows[cluster.name] = replace_partition(
-                    conn, "raw.kube_queue_samples", landing.queue_samples, partition
-                )
-                quarantined[cluster.name] = replace_partition(
-                    conn,
-                    "raw.quarantine",
-                    landing.quarantine.select(list(QUARANTINE_SCHEMA)),
-                    {"cluster": cluster.name, "source": SOURCE, "partition_key": day.isoformat()},
-                )
-                series, bad = landing.series.height, landing.quarantine.height
-                rows[cluster.name] = replace_partition(
-                    conn,
-                    "raw.kube_series",
-                    landing.series,
-                    partition,
-                    also=[landed(cluster.name, day, SOURCE, series, bad, series + bad)],
-                )
-            if quarantined[cluster.name]:
-                context.log.warning(f"{cluster.name}: {quarantined[cluster.name]} pod series quarantined")
+    for cluster in step.clusters:
+        if cluster.kubernetes is None:
+            continue
+        with failure_recorded(step.store, cluster.name, step.day, SOURCE):
+            rows[cluster.name], queue_rows[cluster.name], quarantined[cluster.name] = _land_cluster(step, cluster)
+        if quarantined[cluster.name]:
+            step.log.warning(f"{cluster.name}: {quarantined[cluster.name]} pod series quarantined")
     return MaterializeResult(
         metadata={
             "rows": sum(rows.values()),
             "rows_by_cluster": rows,
             "queue_samples": sum(queue_rows.values()),
             "quarantined_series": sum(quarantined.values()),
-            "window_start": str(start),
-            "window_end": str(end),
+            "window_start": str(step.start),
+            "window_end": str(step.end),
         }
     )
 
 
-def _month_pods(
-    cardhours: CardhoursResource, conn, start: datetime, end: datetime
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _month_pods(step: Step) -> tuple[pl.DataFrame, pl.DataFrame]:
     pods, rejects = [], []
-    weights = dict(cardhours.config.rates.mig_profile_weights)
-    namespaces = cardhours.config.namespaces_frame()
-    capacity = node_gpus(cardhours.config.inventory_frame())
-    for cluster in cardhours.config.clusters:
+    start, end = step.start, step.end
+    weights = dict(step.config.rates.mig_profile_weights)
+    namespaces = step.config.namespaces_frame()
+    capacity = node_gpus(step.config.inventory_frame())
+    for cluster in step.clusters:
         kube = cluster.kubernetes
         if kube is None:
             continue
-        raw = read_frame(
-            conn,
-            "SELECT * FROM raw.kube_series WHERE cluster = ? AND day >= ? AND day < ?",
-            [cluster.name, start.date(), end.date()],
-        )
+        raw = step.read(RAW_KUBE_SERIES, cluster=cluster.name)
         if raw.is_empty():
             continue
         data_end = min(end, datetime.combine(raw["day"].max(), datetime.min.time()) + timedelta(days=1))
@@ -135,77 +126,55 @@ def _month_pods(
         pods.append(staged)
         rejects.append(bad)
     if not pods:
-        from transforms.stg_kube__pods import SCHEMA
-
-        return pl.DataFrame(schema=SCHEMA), pl.DataFrame(schema=QUARANTINE_SCHEMA)
+        return pl.DataFrame(schema=PODS_SCHEMA), pl.DataFrame(schema=QUARANTINE_SCHEMA)
     return pl.concat(pods), pl.concat(rejects)
 
 
-@asset(
-    key=PODS_KEY,
-    partitions_def=monthly_partitions,
-    group_name="staging",
-    kinds={"duckdb", "polars"},
-    deps=[AssetDep(SERIES_KEY), GATE_DEP],
-    check_specs=[AssetCheckSpec(PODS_CHECK, asset=PODS_KEY, blocking=True)],
+@table_asset(
+    STG_KUBE__PODS,
+    reads=[RAW_KUBE_SERIES],
+    after=[MONTH_LANDED],
+    kinds=["polars"],
+    checks=[Check(PODS_CHECK)],
     description="One row per GPU pod overlapping the month: times, GPUs (MIG as fractions), department.",
 )
-def stg_kube__pods_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    month = start.date()
-    with cardhours.warehouse() as conn:
-        pods, rejects = _month_pods(cardhours, conn, start, end)
-        rows = replace_partition(
-            conn, "staging.stg_kube__pods", pods.with_columns(pl.lit(month).alias("month")), {"month": month}
-        )
-        rejects = rejects.with_columns(pl.lit(month.isoformat()).alias("partition_key"))
-        quarantined = replace_partition(
-            conn,
-            "raw.quarantine",
-            rejects.select(list(QUARANTINE_SCHEMA)),
-            {"source": "stg_kube__pods", "partition_key": month.isoformat()},
-        )
+def stg_kube__pods_asset(step: Step) -> Built:
+    pods, rejects = _month_pods(step)
+    month = step.month.isoformat()
+    quarantined = step.write(
+        rejects.with_columns(pl.lit(month).alias("partition_key")).select(list(QUARANTINE_SCHEMA)),
+        table=RAW_QUARANTINE_MONTHLY,
+        partition={"source": "stg_kube__pods", "partition_key": month},
+    )
     by_source = dict(pods.group_by("department_source").len().iter_rows()) if pods.height else {}
-    checked = staged_pods_frame(pods, cardhours.config.inventory_frame())
-    check = run_suite_on_frame(staged_pods_suite(), checked, PODS_KEY, PODS_CHECK)
-    return MaterializeResult(
+    checked = staged_pods_frame(pods, step.config.inventory_frame())
+    return Built(
+        pods,
         metadata={
-            "rows": rows,
             "quarantined_pods": quarantined,
-            "month": str(month),
             "department_sources": MetadataValue.json(by_source),
             "gpu_hours": round(float(pods["gpu_seconds"].sum()) / 3600, 3) if pods.height else 0.0,
         },
-        check_results=[check],
+        checks=[run_suite_on_frame(staged_pods_suite(), checked, step.key, PODS_CHECK)],
     )
 
 
-@asset(
-    key=JOBS_KEY,
-    partitions_def=monthly_partitions,
-    group_name="staging",
-    kinds={"duckdb", "polars"},
-    deps=[AssetDep(PODS_KEY)],
-    check_specs=[AssetCheckSpec(JOBS_CHECK, asset=JOBS_KEY, blocking=True)],
+@table_asset(
+    STG_KUBE__JOBS,
+    reads=[STG_KUBE__PODS],
+    kinds=["polars"],
+    checks=[Check(JOBS_CHECK)],
     description="Kubernetes jobs: bare or replica pods, or the owner (Job, PyTorchJob, PodGroup...) of several.",
 )
-def stg_kube__jobs_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, _ = naive_window(context.partition_time_window)
-    month = start.date()
-    with cardhours.warehouse() as conn:
-        pods = read_frame(conn, "SELECT * EXCLUDE (month) FROM staging.stg_kube__pods WHERE month = ?", [month])
-        jobs = stg_kube__jobs(pods)
-        rows = replace_partition(
-            conn, "staging.stg_kube__jobs", jobs.with_columns(pl.lit(month).alias("month")), {"month": month}
-        )
-    checked = staged_kube_jobs_frame(jobs, node_gpu_capacity(cardhours.config.inventory_frame()))
-    check = run_suite_on_frame(staged_kube_jobs_suite(), checked, JOBS_KEY, JOBS_CHECK)
-    return MaterializeResult(
+def stg_kube__jobs_asset(step: Step) -> Built:
+    pods = step.read(STG_KUBE__PODS, with_period=False)
+    jobs = stg_kube__jobs(pods)
+    checked = staged_kube_jobs_frame(jobs, node_gpu_capacity(step.config.inventory_frame()))
+    return Built(
+        jobs,
         metadata={
-            "rows": rows,
             "pods": pods.height,
-            "month": str(month),
             "gang_jobs": int(jobs.filter(pl.col("n_pods") > 1).height) if jobs.height else 0,
         },
-        check_results=[check],
+        checks=[run_suite_on_frame(staged_kube_jobs_suite(), checked, step.key, JOBS_CHECK)],
     )

@@ -1,9 +1,9 @@
 """Monthly marts: per-job usage, per-department and per-cluster card-hours."""
 
 import polars as pl
-from dagster import AssetCheckSpec, AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import MetadataValue
 
-from pipelines.assets.intermediate import ATTRIBUTED_KEY, read_attributed
+from pipelines.assets.intermediate import read_attributed
 from pipelines.checks.marts import (
     CAPACITY_BALANCE,
     MATCHES_JOB_USAGE,
@@ -12,26 +12,24 @@ from pipelines.checks.marts import (
     capacity_balance_check,
     matches_job_usage_check,
 )
-from pipelines.partitions import monthly_partitions, naive_window
-from pipelines.resources import CardhoursResource
-from transforms.fct_gpu_hourly import fct_gpu_hourly
-from transforms.fct_job_usage import fct_job_usage
-from transforms.mart_cluster_monthly import capacity_gpu_hours, mart_cluster_monthly
-from transforms.mart_department_monthly import mart_department_monthly
-from warehouse import read_frame, replace_partition
-
-JOB_USAGE_KEY = ["marts", "fct_job_usage"]
-DEPARTMENT_KEY = ["marts", "mart_department_monthly"]
-CLUSTER_KEY = ["marts", "mart_cluster_monthly"]
-GPU_HOURLY_KEY = ["marts", "fct_gpu_hourly"]
-SAMPLE_DEPS = [AssetDep(["staging", "stg_slurm__jobs"]), AssetDep(ATTRIBUTED_KEY)]
-KUBE_DEPS = [AssetDep(["staging", "stg_kube__jobs"]), AssetDep(["staging", "stg_kube__pods"])]
-JOBS_SQL = "SELECT * EXCLUDE (month) FROM staging.stg_slurm__jobs WHERE month = ? AND cluster = ?"
-KUBE_JOBS_SQL = "SELECT * EXCLUDE (month) FROM staging.stg_kube__jobs WHERE month = ? AND cluster = ? ORDER BY job_id"
-KUBE_PODS_SQL = (
-    "SELECT * EXCLUDE (month) FROM staging.stg_kube__pods WHERE month = ? AND cluster = ? "
-    "ORDER BY namespace, pod, pod_uid"
+from pipelines.step import Step
+from pipelines.table_asset import Built, Check, table_asset
+from pipelines.tables import (
+    FCT_GPU_HOURLY,
+    FCT_JOB_USAGE,
+    INT_GPU_MINUTES_ATTRIBUTED,
+    MART_CLUSTER_MONTHLY,
+    MART_DEPARTMENT_MONTHLY,
+    STG_KUBE__JOBS,
+    STG_KUBE__PODS,
+    STG_SLURM__JOBS,
 )
+from transforms.marts.fct_gpu_hourly import fct_gpu_hourly
+from transforms.marts.fct_job_usage import fct_job_usage
+from transforms.marts.mart_cluster_monthly import capacity_gpu_hours, mart_cluster_monthly
+from transforms.marts.mart_department_monthly import mart_department_monthly
+
+POD_ORDER = "namespace, pod, pod_uid"
 
 
 def divisions_frame(config) -> pl.DataFrame:
@@ -43,167 +41,137 @@ def divisions_frame(config) -> pl.DataFrame:
     )
 
 
-def kube_frames(conn, cluster, month) -> dict:
+def kube_frames(step: Step, cluster) -> dict:
     """fct_job_usage's Kubernetes arguments for a cluster with a ``[clusters.kubernetes]`` section."""
     if cluster.kubernetes is None:
         return {}
     return {
-        "kube_jobs": read_frame(conn, KUBE_JOBS_SQL, [month, cluster.name]),
-        "kube_pods": read_frame(conn, KUBE_PODS_SQL, [month, cluster.name]),
+        "kube_jobs": step.read(STG_KUBE__JOBS, cluster=cluster.name, with_period=False, order_by="job_id"),
+        "kube_pods": step.read(STG_KUBE__PODS, cluster=cluster.name, with_period=False, order_by=POD_ORDER),
     }
 
 
-@asset(
-    key=JOB_USAGE_KEY,
-    partitions_def=monthly_partitions,
-    group_name="marts",
-    kinds={"duckdb", "polars"},
-    deps=SAMPLE_DEPS + KUBE_DEPS,
+@table_asset(
+    FCT_JOB_USAGE,
+    reads=[STG_SLURM__JOBS, INT_GPU_MINUTES_ATTRIBUTED, STG_KUBE__JOBS, STG_KUBE__PODS],
+    kinds=["polars"],
     description="One row per job run (Slurm) or Kubernetes job: GPU-hours inside the month, utilization, idle, "
     "energy, queue time, attribution.",
 )
-def fct_job_usage_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    config = cardhours.config
-    inventory = config.inventory_frame()
-    frames = []
-    with cardhours.warehouse() as conn:
-        for cluster in config.clusters:
-            jobs = read_frame(conn, JOBS_SQL, [start.date(), cluster.name])
-            frames.append(
-                fct_job_usage(
-                    jobs=jobs,
-                    attributed=read_attributed(conn, start.date(), cluster.name),
-                    accounts=config.accounts_frame(),
-                    gpu_models=inventory.select("cluster", "hostname", "gpu_model").unique(),
-                    period_start=start,
-                    period_end=end,
-                    step_seconds=cluster.sample_step_seconds,
-                    divisions=divisions_frame(config),
-                    **kube_frames(conn, cluster, start.date()),
-                )
+def fct_job_usage_asset(step: Step) -> Built:
+    config, inventory = step.config, step.config.inventory_frame()
+    usage = pl.concat(
+        step.each_cluster(
+            lambda cluster: fct_job_usage(
+                jobs=step.read(STG_SLURM__JOBS, cluster=cluster.name, with_period=False),
+                attributed=read_attributed(step.store, step.month, cluster.name),
+                accounts=config.accounts_frame(),
+                gpu_models=inventory.select("cluster", "hostname", "gpu_model").unique(),
+                period_start=step.start,
+                period_end=step.end,
+                step_seconds=cluster.sample_step_seconds,
+                divisions=divisions_frame(config),
+                **kube_frames(step, cluster),
             )
-        usage = pl.concat(frames)
-        rows = replace_partition(conn, "marts.fct_job_usage", usage, {"month": start.date()})
+        )
+    )
     no_samples = usage.filter(pl.col("start_time").is_not_null() & (pl.col("n_samples").fill_null(0) == 0)).height
     methods = usage.get_column("attribution_method").value_counts().rows()
-    return MaterializeResult(
+    schedulers = usage.get_column("scheduler").value_counts().rows()
+    return Built(
+        usage,
         metadata={
-            "rows": rows,
             "gpu_hours": float(usage["gpu_hours"].sum() or 0),
             "jobs_without_samples": no_samples,
             "attribution_methods": MetadataValue.json({str(k): int(v) for k, v in methods}),
-            "jobs_by_scheduler": MetadataValue.json(
-                {str(k): int(v) for k, v in usage.get_column("scheduler").value_counts().rows()}
-            ),
-            "month": str(start.date()),
-        }
+            "jobs_by_scheduler": MetadataValue.json({str(k): int(v) for k, v in schedulers}),
+        },
     )
 
 
-@asset(
-    key=GPU_HOURLY_KEY,
-    partitions_def=monthly_partitions,
-    group_name="marts",
-    kinds={"duckdb", "polars"},
-    deps=SAMPLE_DEPS + KUBE_DEPS,
+def _warn_unknown_hosts(step: Step, cluster, jobs: pl.DataFrame, pods: pl.DataFrame | None, hosts: pl.Series) -> None:
+    """Log the hosts of runs and the nodes of pods that the inventory does not list."""
+    unknown = jobs.select(pl.col("hosts").explode()).drop_nulls().filter(~pl.col("hosts").is_in(hosts.implode()))
+    if unknown.height:
+        step.log.warning(
+            f"{cluster.name}: hosts of runs not in the inventory: {unknown.unique().head(10).to_series().to_list()}"
+        )
+    if pods is not None:
+        nodes = pods.select(pl.col("node").drop_nulls().unique()).filter(~pl.col("node").is_in(hosts.implode()))
+        if nodes.height:
+            step.log.warning(
+                f"{cluster.name}: nodes of pods not in the inventory: {nodes.head(10).to_series().to_list()}"
+            )
+
+
+@table_asset(
+    FCT_GPU_HOURLY,
+    reads=[STG_SLURM__JOBS, INT_GPU_MINUTES_ATTRIBUTED, STG_KUBE__PODS],
+    kinds=["polars"],
+    checks=[Check(WITHIN_CAPACITY)],
     description="Per GPU or MIG instance and hour: capacity, allocated and active seconds, samples, "
     "unattributed samples, coverage.",
-    check_specs=[AssetCheckSpec(WITHIN_CAPACITY, asset=GPU_HOURLY_KEY, blocking=True)],
 )
-def fct_gpu_hourly_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    inventory = cardhours.config.inventory_frame()
-    frames = []
-    with cardhours.warehouse() as conn:
-        for cluster in cardhours.config.clusters:
-            jobs = read_frame(conn, JOBS_SQL, [start.date(), cluster.name])
-            attributed = read_attributed(conn, start.date(), cluster.name)
-            cluster_inventory = inventory.filter(pl.col("cluster") == cluster.name)
-            pods = read_frame(conn, KUBE_PODS_SQL, [start.date(), cluster.name]) if cluster.kubernetes else None
-            frames.append(
-                fct_gpu_hourly(cluster_inventory, jobs, attributed, start, end, cluster.sample_step_seconds, pods)
-            )
-            unknown = (
-                jobs.select(pl.col("hosts").explode())
-                .drop_nulls()
-                .filter(~pl.col("hosts").is_in(cluster_inventory.get_column("hostname").implode()))
-            )
-            if unknown.height:
-                context.log.warning(
-                    f"{cluster.name}: hosts of runs not in the inventory: "
-                    f"{unknown.unique().head(10).to_series().to_list()}"
-                )
-            if pods is not None:
-                nodes = pods.select(pl.col("node").drop_nulls().unique()).filter(
-                    ~pl.col("node").is_in(cluster_inventory.get_column("hostname").implode())
-                )
-                if nodes.height:
-                    context.log.warning(
-                        f"{cluster.name}: nodes of pods not in the inventory: {nodes.head(10).to_series().to_list()}"
-                    )
-        hourly = pl.concat(frames)
-        rows = replace_partition(conn, "marts.fct_gpu_hourly", hourly, {"month": start.date()})
-    return MaterializeResult(
+def fct_gpu_hourly_asset(step: Step) -> Built:
+    inventory = step.config.inventory_frame()
+
+    def hourly(cluster) -> pl.DataFrame:
+        jobs = step.read(STG_SLURM__JOBS, cluster=cluster.name, with_period=False)
+        attributed = read_attributed(step.store, step.month, cluster.name)
+        cluster_inventory = inventory.filter(pl.col("cluster") == cluster.name)
+        pods = None
+        if cluster.kubernetes:
+            pods = step.read(STG_KUBE__PODS, cluster=cluster.name, with_period=False, order_by=POD_ORDER)
+        _warn_unknown_hosts(step, cluster, jobs, pods, cluster_inventory.get_column("hostname"))
+        return fct_gpu_hourly(
+            cluster_inventory, jobs, attributed, step.start, step.end, cluster.sample_step_seconds, pods
+        )
+
+    frame = pl.concat(step.each_cluster(hourly))
+    return Built(
+        frame,
         metadata={
-            "rows": rows,
-            "month": str(start.date()),
-            "allocated_gpu_hours": float(hourly.get_column("allocated_seconds").sum() / 3600),
-            "unattributed_samples": int(hourly.get_column("unattributed_samples").sum()),
-            "host_spread_hours": int(hourly.filter(pl.col("allocation_basis") == "host_spread").height),
+            "allocated_gpu_hours": float(frame.get_column("allocated_seconds").sum() / 3600),
+            "unattributed_samples": int(frame.get_column("unattributed_samples").sum()),
+            "host_spread_hours": int(frame.filter(pl.col("allocation_basis") == "host_spread").height),
         },
-        check_results=[allocation_within_capacity_check(hourly, GPU_HOURLY_KEY)],
+        checks=[allocation_within_capacity_check(frame, step.key)],
     )
 
 
-@asset(
-    key=DEPARTMENT_KEY,
-    partitions_def=monthly_partitions,
-    group_name="marts",
-    kinds={"duckdb", "polars"},
-    deps=[AssetDep(JOB_USAGE_KEY)],
-    check_specs=[
-        AssetCheckSpec(CAPACITY_BALANCE, asset=DEPARTMENT_KEY, blocking=True),
-        AssetCheckSpec(MATCHES_JOB_USAGE, asset=DEPARTMENT_KEY, blocking=True),
-    ],
+@table_asset(
+    MART_DEPARTMENT_MONTHLY,
+    reads=[FCT_JOB_USAGE],
+    kinds=["polars"],
+    checks=[Check(CAPACITY_BALANCE), Check(MATCHES_JOB_USAGE)],
     description="Per cluster, division and department: card-hours, utilization, idle waste, queue time, "
     "preemption; plus each cluster's unallocated capacity.",
 )
-def mart_department_monthly_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    capacity = capacity_gpu_hours(cardhours.config.inventory_frame(), start, end)
-    with cardhours.warehouse() as conn:
-        usage = read_frame(conn, "SELECT * FROM marts.fct_job_usage WHERE month = ?", [start.date()])
-        departments = mart_department_monthly(usage, period_start=start, capacity_gpu_hours=capacity)
-        rows = replace_partition(conn, "marts.mart_department_monthly", departments, {"month": start.date()})
+def mart_department_monthly_asset(step: Step) -> Built:
+    capacity = capacity_gpu_hours(step.config.inventory_frame(), step.start, step.end)
+    usage = step.read(FCT_JOB_USAGE)
+    departments = mart_department_monthly(usage, period_start=step.start, capacity_gpu_hours=capacity)
     checks = [
-        capacity_balance_check(departments, capacity, start.date(), DEPARTMENT_KEY),
-        matches_job_usage_check(departments, usage, start.date(), DEPARTMENT_KEY),
+        capacity_balance_check(departments, capacity, step.month, step.key),
+        matches_job_usage_check(departments, usage, step.month, step.key),
     ]
-    return MaterializeResult(metadata={"rows": rows, "month": str(start.date())}, check_results=checks)
+    return Built(departments, checks=checks)
 
 
-@asset(
-    key=CLUSTER_KEY,
-    partitions_def=monthly_partitions,
-    group_name="marts",
-    kinds={"duckdb", "polars"},
-    deps=[AssetDep(JOB_USAGE_KEY)],
+@table_asset(
+    MART_CLUSTER_MONTHLY,
+    reads=[FCT_JOB_USAGE],
+    kinds=["polars"],
     description="Per cluster: capacity, allocated, active and idle GPU-hours, coverage, queue time.",
 )
-def mart_cluster_monthly_asset(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, end = naive_window(context.partition_time_window)
-    capacity = capacity_gpu_hours(cardhours.config.inventory_frame(), start, end)
-    with cardhours.warehouse() as conn:
-        usage = read_frame(conn, "SELECT * FROM marts.fct_job_usage WHERE month = ?", [start.date()])
-        clusters = mart_cluster_monthly(usage, capacity, start.date())
-        rows = replace_partition(conn, "marts.mart_cluster_monthly", clusters, {"month": start.date()})
+def mart_cluster_monthly_asset(step: Step) -> Built:
+    capacity = capacity_gpu_hours(step.config.inventory_frame(), step.start, step.end)
+    clusters = mart_cluster_monthly(step.read(FCT_JOB_USAGE), capacity, step.month)
     headline = clusters.row(0, named=True) if clusters.height == 1 else {}
-    return MaterializeResult(
+    return Built(
+        clusters,
         metadata={
-            "rows": rows,
-            "month": str(start.date()),
             "allocation_ratio": float(headline.get("allocation_ratio") or 0.0),
             "utilization": float(headline.get("utilization") or 0.0),
-        }
+        },
     )

@@ -5,27 +5,34 @@ from datetime import date, datetime
 
 import duckdb
 import polars as pl
-from dagster import AssetDep, AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import MaterializeResult, MetadataValue
 
-from cardhours.config import Config
-from cardhours.config.rates import price_frame
-from pipelines.assets.marts import CLUSTER_KEY, DEPARTMENT_KEY, GPU_HOURLY_KEY, JOB_USAGE_KEY
+from config import Config
+from config.rates import price_frame
 from pipelines.data_quality import quarantine_summary, runaway_runs
-from pipelines.partitions import monthly_partitions, naive_window
-from pipelines.resources import CardhoursResource
+from pipelines.step import Step
+from pipelines.table_asset import table_asset
+from pipelines.tables import (
+    CHARGEBACK_CLOSED_MONTHS,
+    FCT_CHARGEBACK_FOCUS,
+    FCT_GPU_HOURLY,
+    FCT_JOB_FLAGS,
+    FCT_JOB_USAGE,
+    MART_CHARGEBACK_RECONCILIATION,
+    MART_CLUSTER_MONTHLY,
+    MART_DEPARTMENT_MONTHLY,
+    MART_KUBE_QUEUE_MONTHLY,
+    MART_USER_MONTHLY,
+    RAW_QUARANTINE,
+    REVIEW_HTML,
+    STG_SLURM__JOBS,
+)
 from reports import build_inputs, render_department_pages, render_review, write_department_pages, write_review
 from reports.chargeback_section import chargeback_section
 from reports.data import ReviewSettings, first_trend_month, next_month
 from reports.sections.data_quality import data_quality_section
 from reports.sections.kube_queues import kube_queues_section
 from warehouse import read_frame
-
-REVIEW_KEY = ["reports", "review_html"]
-FLAGS_KEY = ["marts", "fct_job_flags"]
-USERS_KEY = ["marts", "mart_user_monthly"]
-RECONCILIATION_KEY = ["marts", "mart_chargeback_reconciliation"]
-QUEUES_KEY = ["marts", "mart_kube_queue_monthly"]
-SLURM_JOBS_KEY = ["staging", "stg_slurm__jobs"]
 
 # GPU model as fct_job_usage names it: MIG instances as "<model> <profile>".
 _MODEL = "CASE WHEN gpu_i_profile IS NULL THEN gpu_model ELSE gpu_model || ' ' || gpu_i_profile END"
@@ -83,46 +90,45 @@ def review_settings(config: Config, month: date) -> ReviewSettings:
     )
 
 
-@asset(
-    key=REVIEW_KEY,
-    partitions_def=monthly_partitions,
-    group_name="reports",
-    kinds={"html", "plotly"},
-    deps=[
-        AssetDep(k)
-        for k in (
-            JOB_USAGE_KEY,
-            DEPARTMENT_KEY,
-            CLUSTER_KEY,
-            GPU_HOURLY_KEY,
-            FLAGS_KEY,
-            USERS_KEY,
-            RECONCILIATION_KEY,
-            QUEUES_KEY,
-            SLURM_JOBS_KEY,
-        )
+@table_asset(
+    REVIEW_HTML,
+    reads=[
+        # the marts of READS
+        MART_CLUSTER_MONTHLY,
+        MART_DEPARTMENT_MONTHLY,
+        FCT_JOB_USAGE,
+        FCT_GPU_HOURLY,
+        FCT_JOB_FLAGS,
+        MART_USER_MONTHLY,
+        MART_CHARGEBACK_RECONCILIATION,
+        FCT_CHARGEBACK_FOCUS,
+        CHARGEBACK_CLOSED_MONTHS,
+        MART_KUBE_QUEUE_MONTHLY,
+        # the data quality section
+        RAW_QUARANTINE,
+        STG_SLURM__JOBS,
     ],
+    kinds=["html", "plotly"],
     description="YYYY-MM/review.html for operations and YYYY-MM/departments/<dept>.html for managers "
     "(self-contained, work offline); a rerun replaces them and removes pages of vanished departments.",
 )
-def review_html(context: AssetExecutionContext, cardhours: CardhoursResource) -> MaterializeResult:
-    start, _ = naive_window(context.partition_time_window)
-    month = start.date()
-    with cardhours.warehouse() as conn:
-        frames = read_review_frames(conn, month)
-        quality = data_quality_section(quarantine_summary(conn, month), runaway_runs(conn, month))
+def review_html(step: Step) -> MaterializeResult:
+    month, config = step.month, step.config
+    frames = read_review_frames(step.store.conn, month)
+    quality = data_quality_section(quarantine_summary(step.store.conn, month), runaway_runs(step.store.conn, month))
+    step.close()
     reconciliation, focus, queues = frames.pop("reconciliation"), frames.pop("focus"), frames.pop("kube_queues")
     closed = frames.pop("closed")
-    settings = review_settings(cardhours.config, month)
-    inputs = build_inputs(month, str(cardhours.config_path), settings=settings, **frames)
+    settings = review_settings(config, month)
+    inputs = build_inputs(month, str(step.cardhours.config_path), settings=settings, **frames)
     chargeback = chargeback_section(reconciliation, focus, month.strftime("%Y-%m"), settings.currency, closed)
     queue_section = kube_queues_section(queues)
     html = render_review(inputs, extra_sections=[chargeback] + ([queue_section] if queue_section else []) + [quality])
     pages = render_department_pages(inputs)
     key = month.strftime("%Y-%m")
-    path = write_review(html, cardhours.config.reports.dir, key)
-    written = write_department_pages(pages, cardhours.config.reports.dir, key)
-    context.log.info(f"review written to {path} with {len(written)} department pages")
+    path = write_review(html, config.reports.dir, key)
+    written = write_department_pages(pages, config.reports.dir, key)
+    step.log.info(f"review written to {path} with {len(written)} department pages")
     return MaterializeResult(
         metadata={
             "path": MetadataValue.path(str(path)),

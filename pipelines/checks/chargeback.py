@@ -1,7 +1,7 @@
 """Blocking checks on marts.mart_chargeback_reconciliation: pure frame -> AssetCheckResult.
 
 Each fails when a cluster's row of the month has its flag false; the description names the
-cluster and the numbers (transforms/mart_chargeback_reconciliation.py says what is compared).
+cluster and the numbers (transforms/marts/mart_chargeback_reconciliation.py says what is compared).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Pure: it judges what the ingest asset already has (the screening counts of each cluster,
 its ``metrics.max_quarantine_share``, the quarantined values per reason); it reads nothing
-and writes nothing. The share is ``transforms.dcgm_quality.quarantine_share``: quarantined
+and writes nothing. The share is ``transforms.helpers.dcgm_quality.quarantine_share``: quarantined
 values / non-null values delivered.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetKey
 
-from transforms.dcgm_quality import quarantine_share
+from transforms.helpers.dcgm_quality import quarantine_share
 
 CHECK_NAME = "quarantine_share"
 TOP_REASONS = 3

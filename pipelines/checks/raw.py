@@ -13,7 +13,7 @@ from pipelines.checks.gx_adapter import run_suite_on_duckdb
 from pipelines.checks.suites import raw_dcgm_samples_suite, raw_slurm_sacct_suite
 
 if TYPE_CHECKING:
-    from pipelines.resources import CardhoursResource
+    from pipelines.store import Store
 
 RAW_SUITES: dict[str, Callable[[], gx.ExpectationSuite]] = {
     "raw.dcgm_samples": raw_dcgm_samples_suite,
@@ -21,9 +21,9 @@ RAW_SUITES: dict[str, Callable[[], gx.ExpectationSuite]] = {
 }
 
 
-def check_raw_table(
-    cardhours: CardhoursResource, table: str, asset_key: Sequence[str], check_name: str, day: date
-) -> AssetCheckResult:
-    """Validate one day of a raw table with its suite (the warehouse connection must be closed)."""
+def check_raw_table(store: Store, table: str, asset_key: Sequence[str], check_name: str, day: date) -> AssetCheckResult:
+    """Validate one day of a raw table with its suite, on the store's connection."""
     suite = RAW_SUITES[table]()
-    return run_suite_on_duckdb(suite, str(cardhours.config.warehouse.path), table, asset_key, check_name, where_day=day)
+    return run_suite_on_duckdb(
+        suite, store.database, table, asset_key, check_name, where_day=day, connection=store.conn
+    )

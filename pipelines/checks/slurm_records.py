@@ -1,4 +1,4 @@
-"""Evidence for the Slurm record policy (transforms.slurm_policy) that needs the warehouse or Dagster:
+"""Evidence for the Slurm record policy (transforms.helpers.slurm_policy) that needs the warehouse or Dagster:
 the last labelled DCGM sample of each runaway run, and the warning check for unknown states."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import duckdb
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetKey
 
-from cardhours.config import Config
-from transforms.slurm_policy import KNOWN_STATES
-from transforms.slurm_runs import LAST_SAMPLES_SCHEMA
+from config import Config
+from transforms.helpers.slurm_policy import KNOWN_STATES
+from transforms.helpers.slurm_runs import LAST_SAMPLES_SCHEMA
 from warehouse import read_frame
 
 EXAMPLES_SHOWN = 5
@@ -47,7 +47,7 @@ def last_labelled_samples(conn: duckdb.DuckDBPyConnection, runs: pl.DataFrame, c
     )
 
 
-def unknown_states_check(jobs: pl.DataFrame, asset_key: Sequence[str], check_name: str) -> AssetCheckResult:
+def unknown_states_check(jobs: pl.DataFrame, asset_key: AssetKey | Sequence[str], check_name: str) -> AssetCheckResult:
     """A warning (never blocking) naming each state cardhours does not know, its runs and examples."""
     unknown = jobs.filter(~pl.col("state").is_in(KNOWN_STATES))
     by_state = unknown.group_by("state").agg(pl.len().alias("runs"), pl.col("job_id").head(EXAMPLES_SHOWN))
@@ -61,7 +61,7 @@ def unknown_states_check(jobs: pl.DataFrame, asset_key: Sequence[str], check_nam
     )
     return AssetCheckResult(
         passed=unknown.is_empty(),
-        asset_key=AssetKey(list(asset_key)),
+        asset_key=asset_key if isinstance(asset_key, AssetKey) else AssetKey(list(asset_key)),
         check_name=check_name,
         severity=AssetCheckSeverity.WARN,
         description=description,

@@ -14,9 +14,9 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 import polars as pl
 
-from cardhours.schemas import RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
-from transforms.dcgm_sentinels import BOUNDS, value_limits
-from transforms.slurm_rows import GPU_CAPACITY_SLACK
+from contracts.schemas import RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
+from transforms.helpers.dcgm_sentinels import BOUNDS, value_limits
+from transforms.helpers.slurm_rows import GPU_CAPACITY_SLACK
 
 SAMPLE_KEY_COLUMNS: tuple[str, ...] = ("cluster", "day", "ts", "hostname", "gpu", "uuid")
 SACCT_KEY_COLUMNS: tuple[str, ...] = (
@@ -83,7 +83,7 @@ def suite_from_schema(
 
 def raw_dcgm_samples_suite() -> gx.ExpectationSuite:
     """`raw.dcgm_samples`: RAW_SAMPLE_SCHEMA columns, non-null keys, physical value ranges."""
-    # The same bounds screening applies (transforms.dcgm_sentinels), so a value that passed
+    # The same bounds screening applies (transforms.helpers.dcgm_sentinels), so a value that passed
     # screening can never fail this blocking check.
     ranges = [between(column, *value_limits(column)) for column in BOUNDS]
     return suite_from_schema("raw.dcgm_samples", RAW_SAMPLE_SCHEMA, non_null=SAMPLE_KEY_COLUMNS, extra=ranges)
@@ -131,7 +131,7 @@ def staged_jobs_frame(jobs: pl.DataFrame, max_node_gpus: pl.DataFrame) -> pl.Dat
 def staged_jobs_suite() -> gx.ExpectationSuite:
     """``staging.stg_slurm__jobs`` (as staged_jobs_frame): one row per run key, start <= end where
     both are known, GPUs within the nodes' capacity. Staging quarantines rows that break the last
-    two (transforms.slurm_policy), so these guard the transform itself; unknown states are staged
+    two (transforms.helpers.slurm_policy), so these guard the transform itself; unknown states are staged
     with a warning (see unknown_states_check), not checked here."""
     extra = [
         gxe.ExpectCompoundColumnsToBeUnique(column_list=list(STAGED_RUN_KEY), ignore_row_if="never", mostly=1.0),

@@ -7,7 +7,7 @@ from functools import partial
 
 import polars as pl
 
-from cardhours.contracts.flags import SEVERITY_RANK
+from contracts.flags import SEVERITY_RANK
 from reports import figures
 from reports.data import ReviewInputs
 from reports.html import Column, Section, fmt_float, fmt_int, fmt_pct, fmt_trimmed, table

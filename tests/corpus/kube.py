@@ -21,16 +21,16 @@ from typing import NamedTuple
 import polars as pl
 import pytest
 
-from cardhours.config import parse_config
-from cardhours.sources.kube.landing import Landing, land
-from cardhours.sources.kube.reader import KubeReader
-from cardhours.sources.openmetrics import OpenMetricsError
+from config import parse_config
 from pipelines.assets.kube import kube_step_seconds
 from pipelines.checks.gx_adapter import run_suite_on_frame
 from pipelines.checks.kube_suites import node_gpus, staged_pods_frame, staged_pods_suite
+from sources.kube.landing import Landing, land
+from sources.kube.reader import KubeReader
+from sources.openmetrics import OpenMetricsError
 from tests.corpus import Case
-from transforms.stg_kube__jobs import stg_kube__jobs
-from transforms.stg_kube__pods import stg_kube__pods
+from transforms.staging.stg_kube__jobs import stg_kube__jobs
+from transforms.staging.stg_kube__pods import stg_kube__pods
 
 DAY = datetime(2026, 3, 2)
 EPOCH0 = 1772409600  # DAY in Unix seconds

@@ -17,15 +17,15 @@ from datetime import date, datetime
 import polars as pl
 import pytest
 
-from cardhours.sources.metrics import MetricsSourceError
-from cardhours.sources.prometheus import PrometheusMetricsSource
 from pipelines.checks.gx_adapter import run_suite_on_frame
 from pipelines.checks.quarantine import ClusterQuarantine, quarantine_share_check, values_by_reason
 from pipelines.checks.suites import raw_dcgm_samples_suite
+from sources.metrics import MetricsSourceError
+from sources.prometheus import PrometheusMetricsSource
 from tests.corpus import Case
 from tests.corpus.recorded_prometheus import Answer, Recorded, Series, matrix, serving
 from tests.fixtures.prom_config import prometheus_site_config
-from transforms.dcgm_quality import ScreenResult, screen_samples
+from transforms.helpers.dcgm_quality import ScreenResult, screen_samples
 
 T0 = 1772409600  # 2026-03-02T00:00:00Z
 DAY = date(2026, 3, 2)
@@ -34,6 +34,7 @@ N = 120
 SM, POWER = "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_POWER_USAGE"
 GPU = {"Hostname": "node-a", "UUID": "GPU-a", "gpu": "0", "modelName": "NVIDIA H200", "hpc_job": "17"}
 URL = "http://prometheus:9090"  # how the cases name the recorded peer
+DECODER = "auto"  # the reader's decoder (tests/unit/test_prom_decoders.py runs the cases with pyarrow too)
 WINDOW = "window [2026-03-02T00:00:00.000Z, 2026-03-02T00:30:00.000Z)"
 QUERY = f"{URL}/api/v1/query for query '{SM}[1800001ms]' {WINDOW}"
 
@@ -62,7 +63,7 @@ def read(
     """(samples as read_samples returns them, the read report, the cluster's max quarantine share)."""
     with serving(Recorded(series, answer or (lambda path, query: None))) as url:
         cluster = prometheus_site_config(url, scrape_interval_seconds=15, **prometheus).cluster("it")
-        source = PrometheusMetricsSource.from_config(cluster)
+        source = PrometheusMetricsSource.from_config(cluster, decoder=DECODER)
         try:
             frame = source.read_samples("it", START, end)
         except MetricsSourceError as exc:
@@ -460,7 +461,7 @@ CASES: list[Case] = [
         "prom-series-twice-in-one-answer",
         "the answer lists GPU-a's series twice, same samples (a proxy merging two replicas without deduplication)",
         [gpu(SM)],
-        f"cannot normalize DCGM series read from {URL}: a series "
+        f"cannot normalize dcgm-exporter series read from {URL}: a series "
         "has two samples at the same timestamp (samples must be unique per series and ts)",
         on_query(200, matrix([(gpu(SM).labels, gpu(SM).samples)] * 2)),
     ),
@@ -468,7 +469,7 @@ CASES: list[Case] = [
         "prom-gpu-label-not-a-number",
         'gpu="GPU-0" (an index is expected)',
         [gpu(SM, gpu="GPU-0")],
-        f"cannot normalize DCGM series read from {URL}: label gpu is not an Int16 on 1 series, e.g. "
+        f"cannot normalize dcgm-exporter series read from {URL}: label gpu is not an Int16 on 1 series, e.g. "
         "[{'__name__': 'DCGM_FI_PROF_SM_ACTIVE', 'Hostname': 'node-a', 'UUID': 'GPU-a', 'gpu': 'GPU-0', "
         "'hpc_job': '17', 'modelName': 'NVIDIA H200'}]",
     ),

@@ -10,10 +10,10 @@ from datetime import date, datetime
 import polars as pl
 import pytest
 
-from cardhours.schemas import SACCT_FIELDS
-from cardhours.sources.sacct import SacctError, parse_sacct_output
+from contracts.schemas import SACCT_FIELDS
+from sources.sacct import SacctError, parse_sacct_output
 from tests.corpus import Case
-from transforms.stg_slurm__jobs import stg_slurm__jobs
+from transforms.staging.stg_slurm__jobs import stg_slurm__jobs
 
 WINDOW = (datetime(2026, 10, 1), datetime(2026, 11, 1))
 CAPACITY = pl.DataFrame({"cluster": ["c1"], "max_node_gpus": [8.0]})

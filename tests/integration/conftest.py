@@ -5,6 +5,9 @@ TSDB with the real ``promtool``, starts the real ``prometheus`` on 127.0.0.1 (fr
 100-year retention) and returns its URL. Each file set is back-filled once and its blocks
 copied for every server (promtool is the slow part); servers are shared for the whole
 session per (files, arguments) and stopped at its end.
+
+``postgres_server`` is one throwaway PostgreSQL for the session (tests/support/postgres.py),
+for tests that run Dagster on the production instance config.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from cardhours.bench.prometheus_server import PrometheusServer, backfill
+from tests.support.postgres import PostgresServer
 
 PrometheusWith = Callable[..., str]
 
@@ -42,3 +46,9 @@ def prometheus_with(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promet
             return servers[key]
 
         yield start
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    with PostgresServer() as server:
+        yield server

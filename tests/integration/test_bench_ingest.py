@@ -17,7 +17,7 @@ import pytest
 
 from cardhours.bench.ingest import cpu_model
 from cardhours.bench.prometheus_server import PrometheusServer
-from cardhours.sources.prometheus.concurrency import usable_cpus
+from sources.prometheus.concurrency import usable_cpus
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -52,8 +52,13 @@ def test_bench_ingest_small(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
     last = done.stdout.strip().splitlines()[-1]
     result = json.loads(last)
-    assert set(result) == {"ours_s", "raw_fetch_s", "client_df_s", "samples"}
+    assert set(result) == {"ours_s", "raw_fetch_s", "client_df_s", "samples", "decoder"}
     assert all(result[key] > 0 for key in ("ours_s", "raw_fetch_s", "client_df_s"))
+    assert result["decoder"] == "numba"  # auto, with cardhours[fast] installed (the test extra)
+    assert (
+        "decoder: numba (cardhours[fast], compiled; metrics it handed to pyarrow in the fastest read: 0)" in done.stdout
+    )
+    assert re.search(r"ours / raw fetch = \d+\.\d\d \(target <= 1\.25 with the numba decoder\)", done.stdout)
     # The bench fails by itself unless every back-filled sample came back; check the size too.
     assert result["samples"] == json.loads((workdir / "bench.json").read_text())["samples"]
     assert 0 < result["samples"] <= GPUS * HOURS * 3600 // STEP * FIELDS_PER_SAMPLE_ROW
@@ -75,15 +80,18 @@ def test_cpu_model_is_the_extra_reader_cpu_over_the_busy_cpu() -> None:
     assert math.isnan(cpu_model({"ours": {"cpu_s": 1.0}, "raw": {"cpu_s": 0.0, "other_cpu_s": 0.0}}))
 
 
+def bench_ingest(*options: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "cardhours.cli", "bench", "ingest", *options]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
 def test_bench_ingest_refuses_bad_options() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "cardhours.cli", "bench", "ingest", "--gpus", "4"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = bench_ingest("--gpus", "4")
     assert done.returncode == 2
     assert "--gpus" in done.stderr
+    done = bench_ingest("--decoder", "fast")
+    assert done.returncode == 1
+    assert "bench failed: unknown decoder 'fast': one of auto, numba, pyarrow" in done.stdout + done.stderr
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to give the server one of its own")
@@ -107,6 +115,8 @@ def test_bench_ingest_with_the_server_on_cpus_of_its_own(tmp_path: Path) -> None
             "1",
             "--server-cpus",
             "1",
+            "--decoder",
+            "pyarrow",
         ],
         capture_output=True,
         text=True,
@@ -121,7 +131,9 @@ def test_bench_ingest_with_the_server_on_cpus_of_its_own(tmp_path: Path) -> None
         row.split("│")[1].strip(): row.split("│")[6].strip() for row in done.stdout.splitlines() if row.startswith("│ ")
     }
     assert flight["ours"] == flight["raw"] == str(min(4, len(cpus) - 1))  # the readers' CPUs, at most 4
-    assert set(json.loads(done.stdout.strip().splitlines()[-1])) == {"ours_s", "raw_fetch_s", "client_df_s", "samples"}
+    assert json.loads(done.stdout.strip().splitlines()[-1])["decoder"] == "pyarrow"
+    assert "decoder: pyarrow (asked for with --decoder pyarrow)" in done.stdout
+    assert "(target <= 1.6 with the pyarrow decoder)" in done.stdout
 
 
 def test_server_cpus_beyond_the_machine_are_refused(tmp_path: Path) -> None:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.support.dagster_web import graphql, wait_until_up
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -28,7 +28,7 @@ EXPECTED_KEYS = {
     ("marts", "mart_cluster_monthly"),
     ("reports", "review_html"),
 }
-EXAMPLE = Path(__file__).parents[2] / "cardhours" / "examples" / "cardhours.example.toml"
+EXAMPLE = Path(__file__).parents[2] / "config" / "examples" / "cardhours.example.toml"
 
 
 def _free_port() -> int:
@@ -43,29 +43,6 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "DAGSTER_HOME": str(home), "CARDHOURS_CONFIG": str(EXAMPLE)}
 
 
-def _graphql(port: int, query: str) -> dict:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql",
-        data=json.dumps({"query": query}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
-
-
-def _wait_until_up(port: int, process: subprocess.Popen, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"dagster-webserver exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError("dagster-webserver did not answer within the timeout")
-
-
 def test_webserver_lists_asset_keys(tmp_path: Path) -> None:
     port = _free_port()
     webserver = Path(sys.executable).with_name("dagster-webserver")
@@ -78,17 +55,17 @@ def test_webserver_lists_asset_keys(tmp_path: Path) -> None:
         stderr=subprocess.STDOUT,
     )
     try:
-        _wait_until_up(port, process)
+        wait_until_up(port, process)
         deadline = time.monotonic() + 60
         while True:  # the code location loads in the background after the server answers
-            data = _graphql(port, "{ assetNodes { assetKey { path } } }")
+            data = graphql(port, "{ assetNodes { assetKey { path } } }")
             nodes = (data.get("data") or {}).get("assetNodes") or []
             if nodes or time.monotonic() > deadline:
                 break
             time.sleep(1)
         keys = {tuple(node["assetKey"]["path"]) for node in nodes}
         assert EXPECTED_KEYS <= keys, (keys, (tmp_path / "webserver.log").read_text()[-3000:])
-        jobs = _graphql(port, "{ repositoriesOrError { ... on RepositoryConnection { nodes { jobs { name } } } } }")
+        jobs = graphql(port, "{ repositoriesOrError { ... on RepositoryConnection { nodes { jobs { name } } } } }")
         names = {job["name"] for repo in jobs["data"]["repositoriesOrError"]["nodes"] for job in repo["jobs"]}
         assert {"daily_ingest", "monthly_review"} <= names
     finally:

@@ -1,7 +1,7 @@
 """A month whose sacct file carries the dirt real clusters produce, built end to end through
 `cardhours run`: a job named with `|`, a job name that is not UTF-8, a runaway CANCELLED job
 with End `Unknown`, and a job that ends before it starts. Each is billed exactly as the record
-policy says (transforms.slurm_policy) and the month still builds."""
+policy says (transforms.helpers.slurm_policy) and the month still builds."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cardhours.cli import app
-from cardhours.schemas import SACCT_FIELDS
+from contracts.schemas import SACCT_FIELDS
 
 pytestmark = [pytest.mark.slow]
 

@@ -208,3 +208,26 @@ def test_review_renders_in_chromium_offline(month_run: dict, tmp_path: Path) -> 
         assert sub.console_errors == [] and sub.page_errors == [], department.name
         assert [url for url in sub.requests if not url.startswith("file:")] == []
         assert sub.plots_rendered == department.read_text().count("Plotly.newPlot(") >= 1, department.name
+
+
+def test_each_mart_is_also_parquet_for_bi_tools(month_run: dict) -> None:
+    """Every mart of the month, in the lake as ``marts/<table>/<period>=<first day>/part-0.parquet``,
+    holding exactly the DuckDB table's rows of that month."""
+    from config import load_config
+    from pipelines.tables import TABLES as REGISTRY
+
+    lake = load_config(month_run["config"]).warehouse.lake
+    marts = [table for table in REGISTRY if table.parquet]
+    assert len(marts) == 11
+    for table in marts:
+        files = sorted((lake / "marts" / table.name.split(".")[1]).glob("*/*.parquet")) or sorted(
+            (lake / "marts" / table.name.split(".")[1]).glob("*/*/*.parquet")
+        )
+        assert files, table.name
+        key = table.period
+        stored = _read(month_run["database"], f"SELECT * EXCLUDE ({key}) FROM {table.name} WHERE {key} = '2026-10-01'")
+        if table.name.startswith("marts.fct_chargeback"):
+            stored = stored.drop("billing_month")
+        parquet = pl.read_parquet(files[-1], hive_partitioning=False)
+        assert parquet.columns == stored.columns, table.name
+        assert parquet.sort(parquet.columns, nulls_last=True).equals(stored.sort(stored.columns, nulls_last=True))

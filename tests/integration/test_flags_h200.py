@@ -16,18 +16,18 @@ from datetime import date, datetime, timedelta
 import polars as pl
 import pytest
 
-from cardhours.config.policy import FlagsConfig
-from cardhours.schemas import SACCT_FIELDS
-from cardhours.sources.sacct import parse_sacct_text
+from config.policy import FlagsConfig
+from contracts.schemas import SACCT_FIELDS
 from reports.flagged_jobs_csv import flagged_jobs_csv
+from sources.sacct import parse_sacct_text
 from tests.fixtures import h200
-from transforms.fct_job_flags import fct_job_flags
-from transforms.fct_job_usage import fct_job_usage
-from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
-from transforms.int_gpu_minutes_attributed import int_gpu_minutes_attributed_sql
-from transforms.int_job_activity_profiled import int_job_activity_profiled
-from transforms.stg_dcgm__gpu_minutely import stg_dcgm__gpu_minutely
-from transforms.stg_slurm__jobs import stg_slurm__jobs
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.intermediate.int_gpu_minutes_attributed import int_gpu_minutes_attributed_sql
+from transforms.marts.fct_job_flags import fct_job_flags
+from transforms.marts.fct_job_usage import fct_job_usage
+from transforms.marts.job_activity_profile import int_job_activity_profiled
+from transforms.staging.stg_dcgm__gpu_minutely import stg_dcgm__gpu_minutely
+from transforms.staging.stg_slurm__jobs import stg_slurm__jobs
 from warehouse import connect, replace_partition
 
 pytestmark = pytest.mark.integration

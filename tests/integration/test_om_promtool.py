@@ -11,9 +11,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cardhours.schemas import DCGM_FIELDS
-from cardhours.simulate.om_writer import OpenMetricsWriter
-from cardhours.simulate.samples import generate_day
+from contracts.exporters import DCGM
+from simulate.om_writer import OpenMetricsWriter
+from simulate.samples import generate_day
 
 pytestmark = pytest.mark.integration
 
@@ -111,8 +111,10 @@ def test_promtool_creates_blocks_with_every_series(tmp_path: Path) -> None:
     frame = generate_day(inventory(), allocations(), DAY, 30, 3, "it").filter(pl.col("ts") < END)
     with OpenMetricsWriter(tmp_path / "metrics.om") as writer:
         writer.add_day(frame)
-    series = sum(frame.filter(pl.col(c).is_not_null()).select(SERIES_KEYS).n_unique() for c in DCGM_FIELDS.values())
-    samples = sum(frame[c].count() for c in DCGM_FIELDS.values())
+    series = sum(
+        frame.filter(pl.col(c).is_not_null()).select(SERIES_KEYS).n_unique() for c in DCGM.metric_signals.values()
+    )
+    samples = sum(frame[c].count() for c in DCGM.metric_signals.values())
 
     created = subprocess.run(
         [binary, "tsdb", "create-blocks-from", "openmetrics", "metrics.om", "tsdb"],
@@ -144,7 +146,7 @@ def test_promtool_creates_blocks_with_every_series(tmp_path: Path) -> None:
     assert (
         sum('hpc_job="odd\\"job\\\\1"' in line for line in lines)
         == frame.filter(pl.col("hpc_job") == 'odd"job\\1')
-        .select(pl.col(list(DCGM_FIELDS.values())).count())
+        .select(pl.col(list(DCGM.metric_signals.values())).count())
         .sum_horizontal()
         .item()
     )

@@ -15,11 +15,11 @@ import pytest
 import requests
 from polars.testing import assert_frame_equal
 
-from cardhours.schemas import SAMPLE_VALUE_COLUMNS
+from contracts.schemas import SAMPLE_VALUE_COLUMNS
 from tests.fixtures import h200
 from tests.fixtures.dcgm_openmetrics import h200_trace_om
 from tests.fixtures.prom_config import prometheus_source
-from transforms.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
+from transforms.staging.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -18,16 +18,17 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from cardhours.bench.prometheus_server import free_port
-from cardhours.config.cluster import PrometheusConfig
-from cardhours.schemas import DCGM_FIELDS
-from cardhours.simulate.run import SimulationResult, simulate
-from cardhours.sources.metrics import FileMetricsSource
-from cardhours.sources.prometheus.client import Backoff, PrometheusClient, PrometheusQueryError
-from cardhours.sources.prometheus.decode import decode_matrix
-from cardhours.sources.prometheus.fetch import fetch_one
-from cardhours.sources.prometheus.plan import Request
-from cardhours.sources.prometheus.source import PrometheusMetricsSource, to_ms
+from config.cluster import PrometheusConfig
+from contracts.exporters import DCGM
 from pipelines.resources import CardhoursResource
+from simulate.run import SimulationResult, simulate
+from sources.metrics import FileMetricsSource
+from sources.prometheus.client import Backoff, PrometheusClient, PrometheusQueryError
+from sources.prometheus.decode import decode_matrix
+from sources.prometheus.fetch import fetch_one
+from sources.prometheus.plan import Request
+from sources.prometheus.source import PrometheusMetricsSource, to_ms
+from tests.support.decoders import BOTH_DECODERS
 from tests.support.downsampled import assert_buckets_exact, hourly_energy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -64,8 +65,10 @@ def expected(sim: SimulationResult) -> pl.DataFrame:
     return FileMetricsSource(sim.out_dir).read_samples(CLUSTER, T0, T1).sort(KEYS, nulls_last=True)
 
 
-def source(url: str, **settings: object) -> PrometheusMetricsSource:
-    return PrometheusMetricsSource(PrometheusConfig(url=url, scrape_interval_seconds=15, step_seconds=15, **settings))
+def source(url: str, decoder: str = "auto", **settings: object) -> PrometheusMetricsSource:
+    return PrometheusMetricsSource(
+        PrometheusConfig(url=url, scrape_interval_seconds=15, step_seconds=15, **settings), decoder=decoder
+    )
 
 
 def test_simulated_day_has_mig_instances(expected: pl.DataFrame) -> None:
@@ -73,15 +76,16 @@ def test_simulated_day_has_mig_instances(expected: pl.DataFrame) -> None:
     assert expected["hpc_job"].n_unique() > 10
 
 
-def test_day_reads_back_exactly(url: str, expected: pl.DataFrame) -> None:
-    prom = source(url)
+@BOTH_DECODERS
+def test_day_reads_back_exactly(url: str, expected: pl.DataFrame, decoder: str) -> None:
+    prom = source(url, decoder)
     got = prom.read_samples(CLUSTER, T0, T1)
     assert_frame_equal(got.sort(KEYS, nulls_last=True), expected)
     report = prom.last_report
-    assert prom.fields_present == tuple(DCGM_FIELDS)
-    assert report.fetch.refused == 0 and report.fetch.planned == len(DCGM_FIELDS)
-    assert report.fetch.placed_fallbacks == 0  # every answer decoded into place (place.py), none merged
-    assert report.n_samples == sum(expected[c].count() for c in DCGM_FIELDS.values())
+    assert prom.fields_present == tuple(DCGM.metric_signals)
+    assert report.fetch.refused == 0 and report.fetch.planned == len(DCGM.metric_signals)
+    assert report.fetch.decoder == decoder and report.fetch.fallbacks == 0  # numba: every answer decoded into place
+    assert report.n_samples == sum(expected[c].count() for c in DCGM.metric_signals.values())
 
 
 def test_dagster_resource_reads_the_configured_prometheus(
@@ -122,8 +126,8 @@ def test_ingest_asset_reads_prometheus_and_reports_the_read(sim: SimulationResul
     events = result.asset_materializations_for_node(raw_dcgm_samples.op.name)
     metadata = {name: value.value for name, value in events[0].metadata.items()}
     read = metadata["read_by_cluster"][CLUSTER]
-    assert read["fields_present"] == list(DCGM_FIELDS) and read["requests_refused_and_split"] == 0
-    assert read["requests_answered"] == read["requests_planned"] == len(DCGM_FIELDS)
+    assert read["fields_present"] == list(DCGM.metric_signals) and read["requests_refused_and_split"] == 0
+    assert read["requests_answered"] == read["requests_planned"] == len(DCGM.metric_signals)
     assert read["samples"] > metadata["rows"] > 0 and read["response_mib"] > 0  # long samples: one per field
 
 
@@ -132,7 +136,7 @@ def test_small_limits_force_time_chunks_and_host_shards(url: str, expected: pl.D
     got = prom.read_samples(CLUSTER, T0, T1)
     assert_frame_equal(got.sort(KEYS, nulls_last=True), expected)
     fetch = prom.last_report.fetch
-    assert fetch.refused == 0 and fetch.planned > 10 * len(DCGM_FIELDS) and fetch.placed_fallbacks == 0
+    assert fetch.refused == 0 and fetch.planned > 10 * len(DCGM.metric_signals) and fetch.fallbacks == 0
     assert ("Hostname", ("gpu-004",)) in fetch.shards and len(fetch.shards) >= 2
 
 
@@ -147,7 +151,7 @@ def test_chunk_edges_on_sample_times_give_each_sample_once(url: str, expected: p
     assert sum(p.samples.height for p in parts) == whole.samples.height
     assert whole.samples.height == sum(
         expected.filter(pl.col("ts").is_between(T0 + hour, T0 + 3 * hour, closed="left"))[c].count()
-        for c in DCGM_FIELDS.values()
+        for c in DCGM.metric_signals.values()
     )
     # Prometheus 2.42's closed range really returns the sample at the chunk end; the window drops it.
     request = Request("DCGM_FI_PROF_SM_ACTIVE", to_ms(T0 + hour), to_ms(T0 + 2 * hour), 1)

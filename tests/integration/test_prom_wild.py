@@ -15,14 +15,14 @@ from datetime import timedelta
 import polars as pl
 import pytest
 
-from cardhours.schemas import SAMPLE_VALUE_COLUMNS
-from cardhours.sources.metrics import MetricsSourceError
+from contracts.schemas import SAMPLE_VALUE_COLUMNS
+from sources.metrics import MetricsSourceError
 from tests.fixtures.dcgm_openmetrics import wild_om
 from tests.fixtures.dcgm_wild import T0
 from tests.fixtures.prom_config import prometheus_source
-from transforms.dcgm_quality import ScreenResult, screen_samples
-from transforms.stg_dcgm__field_presence import stg_dcgm__field_presence
-from transforms.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
+from transforms.helpers.dcgm_quality import ScreenResult, screen_samples
+from transforms.staging.stg_dcgm__field_presence import stg_dcgm__field_presence
+from transforms.staging.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ import pytest
 from dagster import materialize
 from markupsafe import escape as esc
 
-from cardhours.config import EXAMPLE_CONFIG
+from config import EXAMPLE_CONFIG
 from pipelines.assets.reports import read_review_frames, review_html
 from pipelines.resources import CardhoursResource
 from reports.paths import department_file_name
@@ -168,7 +168,7 @@ def test_rerun_replaces_the_month_and_drops_vanished_departments(warehouse_confi
 def test_settings_from_the_config_carry_the_dated_prices() -> None:
     import tomllib
 
-    from cardhours.config import load_config, parse_config
+    from config import load_config, parse_config
     from pipelines.assets.reports import review_settings
 
     settings = review_settings(load_config(EXAMPLE_CONFIG), MONTH)

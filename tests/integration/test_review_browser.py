@@ -23,8 +23,8 @@ from reports.data import previous_month
 from reports.paths import department_file_name
 from tests.support.browser import load_page
 from tests.unit.reports_frames import runs_and_model_hours
-from transforms.fct_job_flags import SCHEMA as FLAG_SCHEMA
-from transforms.mart_user_monthly import SCHEMA as USER_SCHEMA
+from transforms.marts.fct_job_flags import SCHEMA as FLAG_SCHEMA
+from transforms.marts.mart_user_monthly import SCHEMA as USER_SCHEMA
 
 pytestmark = [pytest.mark.integration]
 

@@ -17,8 +17,8 @@ from reports.paths import department_file_name
 from reports.sections.data_quality import data_quality_section
 from reports.sections.kube_queues import kube_queues_section
 from tests.support.browser import load_page
-from transforms.fct_job_flags import SCHEMA as FLAG_SCHEMA
-from transforms.mart_kube_queue_monthly import SCHEMA as QUEUE_SCHEMA
+from transforms.marts.fct_job_flags import SCHEMA as FLAG_SCHEMA
+from transforms.marts.mart_kube_queue_monthly import SCHEMA as QUEUE_SCHEMA
 
 pytestmark = [pytest.mark.integration]
 

@@ -17,13 +17,13 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 import pytest
 
-from cardhours.sources.sacct import parse_sacct_output, parse_sacct_text, run_sacct
+from sources.sacct import parse_sacct_output, parse_sacct_text, run_sacct
 from tests.slurm_harness import CRED_EXPIRE, SlurmCluster
 from tests.slurm_harness.cluster import _binary
 from tests.slurm_harness.jobs import FILL, FILL_SECONDS, MIX, QUEUED, RUN_SECONDS, JobMix, run_mix
-from transforms.fct_job_usage import fct_job_usage
-from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
-from transforms.stg_slurm__jobs import stg_slurm__jobs
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.marts.fct_job_usage import fct_job_usage
+from transforms.staging.stg_slurm__jobs import stg_slurm__jobs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -18,14 +18,15 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cardhours.config.cluster import PrometheusConfig
-from cardhours.schemas import SAMPLE_VALUE_COLUMNS
-from cardhours.simulate.run import SimulationResult, simulate
-from cardhours.sources.metrics import FileMetricsSource
-from cardhours.sources.prometheus.source import PrometheusMetricsSource
+from config.cluster import PrometheusConfig
+from contracts.schemas import SAMPLE_VALUE_COLUMNS
+from simulate.run import SimulationResult, simulate
+from sources.metrics import FileMetricsSource
+from sources.prometheus.source import PrometheusMetricsSource
 from tests.fixtures import h200
 from tests.fixtures.dcgm_openmetrics import h200_trace_om
 from tests.fixtures.prom_config import prometheus_source
+from tests.support.decoders import BOTH_DECODERS
 from tests.support.downsampled import KEYS, assert_buckets_exact, hourly_energy
 from tests.support.victoria import VictoriaServer
 
@@ -62,14 +63,17 @@ def url(sim: SimulationResult, tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield server.url
 
 
-def source(url: str, **settings: object) -> PrometheusMetricsSource:
-    return PrometheusMetricsSource(PrometheusConfig(url=url, scrape_interval_seconds=15, step_seconds=15, **settings))
+def source(url: str, decoder: str = "auto", **settings: object) -> PrometheusMetricsSource:
+    return PrometheusMetricsSource(
+        PrometheusConfig(url=url, scrape_interval_seconds=15, step_seconds=15, **settings), decoder=decoder
+    )
 
 
-def test_day_reads_back_exactly(url: str, expected: pl.DataFrame) -> None:
-    prom = source(url)
+@BOTH_DECODERS
+def test_day_reads_back_exactly(url: str, expected: pl.DataFrame, decoder: str) -> None:
+    prom = source(url, decoder)
     assert_frame_equal(prom.read_samples(CLUSTER, T0, T1).sort(KEYS, nulls_last=True), expected)
-    assert prom.last_report.fetch.refused == 0 and prom.last_report.fetch.placed_fallbacks == 0
+    assert prom.last_report.fetch.refused == 0 and prom.last_report.fetch.fallbacks == 0
 
 
 def ms(moment: datetime) -> int:

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from cardhours.schemas import SACCT_FORMAT
+from contracts.schemas import SACCT_FORMAT
 from tests.slurm_harness.cluster import SlurmCluster
 from tests.slurm_harness.jobs import MIX, JobMix, run_mix
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import polars as pl
 
-from cardhours.config.rates import RatesConfig, multiplier_frame, price_frame
-from transforms.fct_chargeback_focus import fct_chargeback_focus
-from transforms.fct_chargeback_jobs import fct_chargeback_jobs
-from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
-from transforms.int_charge_idle import int_charge_idle
-from transforms.int_charge_lines import int_charge_lines
+from config.rates import RatesConfig, multiplier_frame, price_frame
+from transforms.marts.charge_idle import int_charge_idle
+from transforms.marts.charge_lines import int_charge_lines
+from transforms.marts.fct_chargeback_focus import fct_chargeback_focus
+from transforms.marts.fct_chargeback_jobs import fct_chargeback_jobs
+from transforms.marts.fct_job_usage import SCHEMA as USAGE_SCHEMA
 
 MONTH = date(2026, 10, 1)
 START, END = datetime(2026, 10, 1), datetime(2026, 11, 1)

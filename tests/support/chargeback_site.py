@@ -110,12 +110,16 @@ def database(site: Path) -> Path:
     return site.parent / "wh" / "cardhours.duckdb"
 
 
+def lake(site: Path) -> Path:
+    return site.parent / "wh" / "cardhours.lake"
+
+
 def put_usage(site: Path, month: date, rows: list[dict], skip: set[date] | None = None) -> None:
     """The month's fct_job_usage rows, every day of it landed (but ``skip``), as the daily ingest records it."""
     frame = usage(*[{**r, "month": month} for r in rows]) if rows else usage()
     with connect(database(site)) as conn:
         replace_partition(conn, "marts.fct_job_usage", frame, {"month": month})
-        land_month(conn, month, SOURCES, skip=skip)
+        land_month(conn, lake(site), month, SOURCES, skip=skip)
 
 
 def build(site: Path, month: date, accept_gaps: str | None = None) -> dict[str, bool]:

@@ -8,11 +8,11 @@ from datetime import datetime
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from cardhours.schemas import DCGM_FIELDS
-from cardhours.sources.prometheus.source import PrometheusMetricsSource, downsample_function
-from transforms.dcgm_labels import normalize_series
-from transforms.dcgm_pivot import pivot_samples
-from transforms.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
+from contracts.schemas import SAMPLE_VALUE_COLUMNS
+from sources.prometheus.source import PrometheusMetricsSource, downsample_function
+from sources.series_labels import normalize_series
+from sources.series_pivot import pivot_samples
+from transforms.staging.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
 
 KEYS = ["hostname", "gpu", "gpu_i_id", "hpc_job", "ts"]
 LABELS = [
@@ -41,14 +41,14 @@ def assert_buckets_exact(
     """``prom.read_downsampled(start, end, step)`` holds each bucket's aggregate of ``expected``
     (the raw samples, wide), to 1e-12."""
     long = prom.read_downsampled(start, end, step)
-    got = pivot_samples(normalize_series(long.series, prom.metric_fields), long.samples)
+    got = pivot_samples(normalize_series(long.series, prom.exporter), long.samples)
     bucket = pl.col("ts").dt.truncate(f"{step}s")
     # Rows stay in their bucket. Where a bucket holds a job change they are stamped with their
     # last energy reading's time instead of the bucket start, and a series with readings on
     # both sides of another one gets a row with only an energy reading: fold them back.
     moved = got.filter(pl.col("ts") != bucket)
     assert 0 < moved.height < got.height // 10
-    fields = [c for c in DCGM_FIELDS.values() if c != "energy_mj"]
+    fields = [c for c in SAMPLE_VALUE_COLUMNS if c != "energy_mj"]
     folded = (
         got.sort("ts")
         .group_by([*LABELS, bucket], maintain_order=True)
@@ -58,7 +58,7 @@ def assert_buckets_exact(
         expected.filter(pl.col("ts") < end)
         .sort("ts")
         .group_by([*LABELS, bucket], maintain_order=True)
-        .agg(AGGREGATE[downsample_function(f)](pl.col(c)).alias(c) for f, c in DCGM_FIELDS.items())
+        .agg(AGGREGATE[downsample_function(c)](pl.col(c)).alias(c) for c in SAMPLE_VALUE_COLUMNS)
     )
     # The energy counter is read raw: a step row carries the step's last reading, except a GPU's
     # first row of the read, which carries its first reading (the rollup counts from there).

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
+from pathlib import Path
 
 import duckdb
 
-from cardhours.ledger import next_month
+from warehouse.books.ledger import next_month
 from warehouse.landings import Landing, record_landing
 
 LANDED_AT = datetime(2026, 1, 1)
@@ -14,6 +15,7 @@ LANDED_AT = datetime(2026, 1, 1)
 
 def land_month(
     conn: duckdb.DuckDBPyConnection,
+    lake: Path,
     month: date,
     clusters: dict[str, list[str]],
     landed_at: datetime = LANDED_AT,
@@ -27,7 +29,7 @@ def land_month(
             for cluster, sources in clusters.items():
                 for source in sources:
                     record_landing(
-                        conn, Landing(cluster, day, source, landed_at, rows=100, quarantined=0, screened=100)
+                        conn, lake, Landing(cluster, day, source, landed_at, rows=100, quarantined=0, screened=100)
                     )
                     count += 1
         day += timedelta(days=1)

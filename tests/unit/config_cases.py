@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cardhours.config import EXAMPLE_CONFIG, ConfigError, Problem, parse_config
+from config import EXAMPLE_CONFIG, ConfigError, Problem, parse_config
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "config"
 EXAMPLE: dict[str, Any] = tomllib.loads(EXAMPLE_CONFIG.read_text())

@@ -7,8 +7,8 @@ from datetime import date, datetime, timedelta
 
 import polars as pl
 
-from cardhours.schemas import QUARANTINE_SCHEMA, RAW_SAMPLE_SCHEMA
-from transforms.dcgm_quality import ScreenResult, screen_samples
+from contracts.schemas import QUARANTINE_SCHEMA, RAW_SAMPLE_SCHEMA
+from transforms.helpers.dcgm_quality import ScreenResult, screen_samples
 
 T0 = datetime(2026, 3, 1, 10)
 KEY = "2026-03-01"

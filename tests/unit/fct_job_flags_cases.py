@@ -6,10 +6,10 @@ from datetime import date, datetime, timedelta
 
 import polars as pl
 
-from cardhours.config.policy import FlagsConfig
-from transforms.fct_job_flags import fct_job_flags
-from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
-from transforms.int_job_activity_profiled import SCHEMA as PROFILE_SCHEMA
+from config.policy import FlagsConfig
+from transforms.marts.fct_job_flags import fct_job_flags
+from transforms.marts.fct_job_usage import SCHEMA as USAGE_SCHEMA
+from transforms.marts.job_activity_profile import SCHEMA as PROFILE_SCHEMA
 
 MONTH = date(2024, 3, 1)
 PERIOD_END = datetime(2024, 4, 1)

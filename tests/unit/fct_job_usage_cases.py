@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 import polars as pl
 
 from tests.fixtures import h200
-from transforms.fct_job_usage import fct_job_usage
-from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
-from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.marts.fct_job_usage import fct_job_usage
+from transforms.staging.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
 
 MARCH = (datetime(2024, 3, 1), datetime(2024, 4, 1))
 APRIL = (datetime(2024, 4, 1), datetime(2024, 5, 1))

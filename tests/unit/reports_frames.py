@@ -12,8 +12,8 @@ from plotly.offline import get_plotlyjs
 
 from reports import ReviewSettings, build_inputs
 from reports.data import ReviewInputs
-from transforms.fct_job_flags import SCHEMA as FLAG_SCHEMA
-from transforms.mart_user_monthly import SCHEMA as USER_SCHEMA
+from transforms.marts.fct_job_flags import SCHEMA as FLAG_SCHEMA
+from transforms.marts.mart_user_monthly import SCHEMA as USER_SCHEMA
 
 MONTH = date(2025, 3, 1)
 PREVIOUS = date(2025, 2, 1)

@@ -33,7 +33,7 @@ def test_docs_page_is_rendered_from_the_cases() -> None:
 
 
 def test_slurm_docs_list_every_policy_code_once() -> None:
-    from transforms.slurm_policy import POLICIES
+    from transforms.helpers.slurm_policy import POLICIES
 
     text = (DOCS.parent / "slurm.md").read_text()
     rows = [line for line in text.splitlines() if line.startswith("| `")]

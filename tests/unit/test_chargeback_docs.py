@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from transforms import fct_chargeback_focus, fct_chargeback_jobs, mart_chargeback_reconciliation
+from transforms.marts import fct_chargeback_focus, fct_chargeback_jobs, mart_chargeback_reconciliation
 
 DOCS = Path(__file__).parents[2] / "docs"
 

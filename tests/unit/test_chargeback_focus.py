@@ -14,9 +14,9 @@ from reports.chargeback_section import chargeback_section, closed_lines
 from reports.focus_export import EXPORT_COLUMNS, write_chargeback_files
 from tests.support.chargeback_frames import MONTH, build, capacity, rates, run, usage
 from tests.support.focus_conformance import MANDATORY, csv_problems, parquet_problems
-from transforms.fct_chargeback_focus import FOCUS_COLUMNS, focus_corrections
-from transforms.fct_chargeback_jobs import job_corrections
-from transforms.mart_chargeback_reconciliation import mart_chargeback_reconciliation
+from transforms.marts.fct_chargeback_focus import FOCUS_COLUMNS, focus_corrections
+from transforms.marts.fct_chargeback_jobs import job_corrections
+from transforms.marts.mart_chargeback_reconciliation import mart_chargeback_reconciliation
 
 NEXT = date(2026, 11, 1)
 CONFIG = rates(

@@ -11,7 +11,7 @@ from reports.focus_export import write_chargeback_files
 from tests.support.chargeback_frames import build
 from tests.support.focus_conformance import csv_problems
 from tests.unit.test_chargeback_focus import CAPACITY, CONFIG, NEXT, _late, month_usage
-from transforms.fct_chargeback_focus import focus_corrections
+from transforms.marts.fct_chargeback_focus import focus_corrections
 
 
 def test_every_row_is_other_compute_without_an_invoice_while_open() -> None:

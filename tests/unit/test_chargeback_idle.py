@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from tests.support.chargeback_frames import build, capacity, rates, run, usage
-from transforms.int_charge_idle import UNALLOCATED, capacity_by_model, int_charge_idle
+from transforms.marts.charge_idle import UNALLOCATED, capacity_by_model, int_charge_idle
 
 JOBS = usage(
     run("1", datetime(2026, 10, 2), 30, department="nlp"),  # 30 GPU-h

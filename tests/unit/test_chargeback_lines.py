@@ -9,9 +9,9 @@ from decimal import Decimal
 import polars as pl
 import pytest
 
-from cardhours.config import EXAMPLE_CONFIG, ConfigError, load_config, parse_config
+from config import EXAMPLE_CONFIG, ConfigError, load_config, parse_config
 from tests.support.chargeback_frames import END, START, build, rates, run, usage
-from transforms.charge_money import div_half_up, largest_remainder, scaled_decimal
+from transforms.helpers.charge_money import div_half_up, largest_remainder, scaled_decimal
 
 # ---------------------------------------------------------------- config
 

@@ -5,8 +5,8 @@ from datetime import datetime
 
 import polars as pl
 
+from contracts.price_segments import base_model
 from tests.support.chargeback_frames import build, capacity, rates, run, usage
-from transforms.price_segments import base_model
 
 PRICED = rates(gpu_hour={"H100": 2.5, "A100": 1.4, "RTX 6000 Ada": 0.9})
 

@@ -4,7 +4,7 @@ from typer.testing import CliRunner
 
 from cardhours.cli import app
 
-EXAMPLE = Path(__file__).parents[2] / "cardhours" / "examples" / "cardhours.example.toml"
+EXAMPLE = Path(__file__).parents[2] / "config" / "examples" / "cardhours.example.toml"
 runner = CliRunner()
 
 

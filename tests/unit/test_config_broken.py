@@ -1,4 +1,4 @@
-"""cardhours.config: every class of mistake in a config is reported at its dotted key with a reason."""
+"""config: every class of mistake in a config is reported at its dotted key with a reason."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from cardhours.config import ConfigError, parse_config
+from config import ConfigError, parse_config
 from tests.unit.config_cases import NG0, NG1, PROM, SOURCE, append, drop, example, problems_of, put, rename
 
 BROKEN = [

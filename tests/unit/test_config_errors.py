@@ -1,4 +1,4 @@
-"""cardhours.config: how load errors are reported (several problems, bad TOML, missing file, pickling)."""
+"""config: how load errors are reported (several problems, bad TOML, missing file, pickling)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cardhours.config import ConfigError, Problem, load_config
+from config import ConfigError, Problem, load_config
 from tests.unit.config_cases import FIXTURES
 
 

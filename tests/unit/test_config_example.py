@@ -1,12 +1,12 @@
-"""cardhours.config: the example validates, allowed variations, and defaults for absent settings."""
+"""config: the example validates, allowed variations, and defaults for absent settings."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
-import cardhours.config as cfg
-from cardhours.config import (
+import config as cfg
+from config import (
     ACCOUNTS_SCHEMA,
     EXAMPLE_CONFIG,
     FlagsConfig,
@@ -98,7 +98,7 @@ def test_file_source_step_seconds_sets_sample_step(tmp_path) -> None:
 
 def test_example_close_section_is_the_defaults() -> None:
     # The example's [close] says "defaults shown": keep it true; a config without it gets them.
-    from cardhours.config import CloseConfig
+    from config import CloseConfig
 
     assert load_config(EXAMPLE_CONFIG).close == CloseConfig()
     assert (CloseConfig().grace_days, CloseConfig().min_coverage, CloseConfig().max_quarantine_share) == (5, 0.9, 0.01)

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from cardhours.config import EXAMPLE_CONFIG, ConfigError, load_config, parse_config
-from cardhours.config.kubernetes import KubernetesConfig
+from config import EXAMPLE_CONFIG, ConfigError, load_config, parse_config
+from config.kubernetes import KubernetesConfig
 
 EXAMPLE: dict[str, Any] = tomllib.loads(EXAMPLE_CONFIG.read_text())
 

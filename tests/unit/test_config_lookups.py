@@ -1,11 +1,11 @@
-"""cardhours.config: cluster lookup, the accounts/namespaces/inventory frames and metric-name overrides."""
+"""config: cluster lookup, the accounts/namespaces/inventory frames and metric-name overrides."""
 
 from __future__ import annotations
 
 import polars as pl
 import pytest
 
-from cardhours.config import (
+from config import (
     ACCOUNTS_SCHEMA,
     EXAMPLE_CONFIG,
     INVENTORY_SCHEMA,
@@ -14,6 +14,7 @@ from cardhours.config import (
     load_config,
     parse_config,
 )
+from contracts.exporters import get_exporter
 from tests.unit.config_cases import PROM, append, example, put
 
 
@@ -79,9 +80,12 @@ def test_inventory_frame_whole_gpus_and_mig_instances() -> None:
 
 def test_prometheus_metric_name_overrides() -> None:
     config = parse_config(example(put(f"{PROM}.metric_names", {"DCGM_FI_PROF_SM_ACTIVE": "site_sm_active"})))
-    prometheus = config.cluster("alpha").prometheus
-    assert prometheus is not None
-    assert prometheus.metric_name("DCGM_FI_PROF_SM_ACTIVE") == "site_sm_active"
-    assert prometheus.metric_name("DCGM_FI_DEV_GPU_UTIL") == "DCGM_FI_DEV_GPU_UTIL"
-    with pytest.raises(KeyError):
-        prometheus.metric_name("DCGM_FI_NOPE")
+    cluster = config.cluster("alpha")
+    assert cluster.metrics.exporter == "dcgm"
+    assert cluster.prometheus is not None
+    site = get_exporter(cluster.metrics.exporter).renamed(cluster.prometheus.metric_names)
+    assert site.metric_signals["site_sm_active"] == "sm_active"
+    assert site.metric_signals["DCGM_FI_DEV_GPU_UTIL"] == "gpu_util"
+    assert "DCGM_FI_PROF_SM_ACTIVE" not in site.metric_signals
+    with pytest.raises(KeyError, match="DCGM_FI_NOPE"):
+        site.renamed({"DCGM_FI_NOPE": "x"})

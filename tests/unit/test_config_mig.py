@@ -1,10 +1,10 @@
-"""cardhours.config: MIG profiles, their weights and the capacity they give."""
+"""config: MIG profiles, their weights and the capacity they give."""
 
 from __future__ import annotations
 
 import pytest
 
-from cardhours.config import EXAMPLE_CONFIG, load_config, parse_config, parse_mig_profile
+from config import EXAMPLE_CONFIG, load_config, parse_config, parse_mig_profile
 from tests.unit.config_cases import FIXTURES, example, put
 
 

@@ -1,4 +1,4 @@
-"""cardhours.config: paths resolve against the config file's directory (relative, absolute, home)."""
+"""config: paths resolve against the config file's directory (relative, absolute, home)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cardhours.config import load_config, parse_config
+from config import load_config, parse_config
 from tests.unit.config_cases import FIXTURES, PROM, example, put
 
 

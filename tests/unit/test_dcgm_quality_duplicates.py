@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from tests.unit.dcgm_quality_cases import T0, payload, q_rows, sample, screen
-from transforms.dcgm_quality import DUPLICATE_REASON
+from transforms.helpers.dcgm_quality import DUPLICATE_REASON
 
 
 def test_restart_duplicates_of_equal_length_keep_the_smallest_hostname() -> None:

@@ -10,9 +10,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cardhours.schemas import RAW_SAMPLE_SCHEMA, SAMPLE_VALUE_COLUMNS
+from contracts.schemas import RAW_SAMPLE_SCHEMA, SAMPLE_VALUE_COLUMNS
 from tests.unit.dcgm_quality_cases import KEY, T0, mig, payload, q_rows, sample, screen
-from transforms.dcgm_quality import DUPLICATE_REASON, quarantine_share, screen_samples
+from transforms.helpers.dcgm_quality import DUPLICATE_REASON, quarantine_share, screen_samples
 
 
 def test_all_problems_together_exact_counts_share_and_determinism() -> None:
@@ -84,10 +84,10 @@ def test_screening_a_million_rows_is_fast() -> None:
 
 
 def test_normalize_pivot_screen_compose_on_exporter_like_series() -> None:
-    from cardhours.schemas import DCGM_FIELDS
-    from cardhours.sources.metrics import conform_samples
-    from transforms.dcgm_labels import normalize_series
-    from transforms.dcgm_pivot import pivot_samples
+    from contracts.exporters import DCGM
+    from sources.metrics import conform_samples
+    from sources.series_labels import normalize_series
+    from sources.series_pivot import pivot_samples
 
     k8s = {"exported_pod": "train-0", "exported_namespace": "ml", "namespace": "gpu-operator", "job": "gpu"}
     mig_labels = {"gpu": "0", "UUID": "GPU-m", "GPU_I_PROFILE": "3g.40gb"}
@@ -128,7 +128,7 @@ def test_normalize_pivot_screen_compose_on_exporter_like_series() -> None:
         },
         schema={"series_id": pl.UInt32, "ts": pl.Datetime("us"), "value": pl.Float64},
     )
-    wide = pivot_samples(normalize_series(series, DCGM_FIELDS), samples)
+    wide = pivot_samples(normalize_series(series, DCGM), samples)
     result = screen(conform_samples(wide, "c1").collect().to_dicts())
     got = result.clean.select("ts", "hostname", "gpu_i_id", "pod", "namespace", "sm_active", "power_w").rows()
     assert got == [

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from transforms import stg_kube__jobs, stg_kube__pods
+from transforms.staging import stg_kube__jobs, stg_kube__pods
 
 DOC = Path(__file__).parents[2] / "docs" / "marts.md"
 TABLES = {"staging.stg_kube__pods": stg_kube__pods.SCHEMA, "staging.stg_kube__jobs": stg_kube__jobs.SCHEMA}

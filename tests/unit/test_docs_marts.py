@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from transforms import (
+from transforms.marts import (
     fct_gpu_hourly,
     fct_job_usage,
     mart_cluster_monthly,

@@ -7,9 +7,9 @@ from datetime import date, datetime, timedelta
 import polars as pl
 import pytest
 
-from transforms.fct_gpu_hourly import SCHEMA, fct_gpu_hourly
-from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
-from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.marts.fct_gpu_hourly import SCHEMA, fct_gpu_hourly
+from transforms.staging.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
 
 DAY = (datetime(2024, 3, 10), datetime(2024, 3, 11))
 T0 = datetime(2024, 3, 10, 10)

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 import polars as pl
 import pytest
 
-from cardhours.config.frames import INVENTORY_SCHEMA
-from transforms.fct_gpu_hourly import fct_gpu_hourly
-from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
-from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
+from config.frames import INVENTORY_SCHEMA
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.marts.fct_gpu_hourly import fct_gpu_hourly
+from transforms.staging.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
 
 T0 = datetime(2024, 3, 10, 10)
 PERIOD = (T0, T0 + timedelta(hours=2))

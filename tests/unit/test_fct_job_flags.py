@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from cardhours.config.policy import FlagsConfig
+from config.policy import FlagsConfig
 from tests.unit.fct_job_flags_cases import flags, usage_row
-from transforms.fct_job_flags import SCHEMA
+from transforms.marts.fct_job_flags import SCHEMA
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import polars as pl
 
-from cardhours.config.policy import FlagsConfig
-from cardhours.contracts.flags import FLAG_REASONS, REASONS
+from config.policy import FlagsConfig
+from contracts.flags import FLAG_REASONS, REASONS
 from reports.flagged_jobs_csv import COLUMNS, flagged_jobs_csv
 from tests.unit.fct_job_flags_cases import flags, usage_row
-from transforms.fct_job_flags import SCHEMA as FLAGS_SCHEMA
-from transforms.mart_user_monthly import SCHEMA as USER_SCHEMA
+from transforms.marts.fct_job_flags import SCHEMA as FLAGS_SCHEMA
+from transforms.marts.mart_user_monthly import SCHEMA as USER_SCHEMA
 
 
 def parsed(text: str) -> list[dict[str, str]]:

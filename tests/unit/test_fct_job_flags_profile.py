@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 import polars as pl
 import pytest
 
-from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
-from transforms.int_job_activity_profiled import SCHEMA, int_job_activity_profiled
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.marts.job_activity_profile import SCHEMA, int_job_activity_profiled
 
 PERIOD_END = datetime(2024, 4, 1)
 T0 = datetime(2024, 3, 10, 10)

@@ -9,11 +9,11 @@ import pytest
 
 from tests.fixtures import h200
 from tests.unit.fct_job_usage_cases import ACCOUNTS, GPU_MODELS, job
-from transforms.fct_job_usage import fct_job_usage
-from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
-from transforms.int_gpu_minutes_attributed import int_gpu_minutes_attributed_sql
-from transforms.stg_dcgm__gpu_minutely import stg_dcgm__gpu_minutely
-from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.intermediate.int_gpu_minutes_attributed import int_gpu_minutes_attributed_sql
+from transforms.marts.fct_job_usage import fct_job_usage
+from transforms.staging.stg_dcgm__gpu_minutely import stg_dcgm__gpu_minutely
+from transforms.staging.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
 from warehouse import connect, replace_partition
 
 # README table: means over each job, in %: GPU_UTIL, GR_ENGINE, SM_ACTIVE, tensor

@@ -9,11 +9,11 @@ from datetime import datetime, timedelta
 import polars as pl
 import pytest
 
-from transforms.fct_job_usage import SCHEMA, fct_job_usage
-from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
-from transforms.stg_kube__jobs import stg_kube__jobs
-from transforms.stg_kube__pods import SCHEMA as PODS_SCHEMA
-from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.marts.fct_job_usage import SCHEMA, fct_job_usage
+from transforms.staging.stg_kube__jobs import stg_kube__jobs
+from transforms.staging.stg_kube__pods import SCHEMA as PODS_SCHEMA
+from transforms.staging.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
 
 MARCH = (datetime(2024, 3, 1), datetime(2024, 4, 1))
 T0 = datetime(2024, 3, 10, 10)

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from tests.unit.fct_job_usage_cases import fct, hour, job, sm
-from transforms.fct_job_usage import SCHEMA
+from transforms.marts.fct_job_usage import SCHEMA
 
 
 def test_derived_measures() -> None:

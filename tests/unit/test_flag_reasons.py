@@ -1,14 +1,14 @@
-"""The flag reason registry (cardhours/contracts/flags.py) against the rules that emit its codes."""
+"""The flag reason registry (contracts/flags.py) against the rules that emit its codes."""
 
 from __future__ import annotations
 
 import polars as pl
 import pytest
 
-from cardhours.contracts.flags import FLAG_REASONS, REASONS, SEVERITIES, flag_reason
+from contracts.flags import FLAG_REASONS, REASONS, SEVERITIES, flag_reason
 from tests.unit.fct_job_flags_cases import flags, usage_row
-from transforms.fct_job_flags import RULES
-from transforms.flag_rules import emit
+from transforms.marts.fct_job_flags import RULES
+from transforms.marts.flag_rules import emit
 
 # Runs that get each of the nine codes (the rule tests hold the details): job id -> its codes.
 ONE_OF_EACH = {
@@ -64,7 +64,7 @@ def test_severity_by_run_for_low_util() -> None:
 
 def test_an_unregistered_code_is_refused_naming_the_registry() -> None:
     frame = pl.DataFrame({"_run": [0]}, schema={"_run": pl.UInt32})
-    with pytest.raises(KeyError, match=r"'NEW_REASON' is not in cardhours/contracts/flags.py FLAG_REASONS"):
+    with pytest.raises(KeyError, match=r"'NEW_REASON' is not in contracts/flags.py FLAG_REASONS"):
         emit(frame, "NEW_REASON", pl.lit("x"), pl.lit(0.0))
     with pytest.raises(ValueError, match=r"LOW_UTIL has severities \('high', 'medium'\)"):
         emit(frame, "LOW_UTIL", pl.lit("x"), pl.lit(0.0))

@@ -8,12 +8,12 @@ from datetime import datetime, timedelta
 import polars as pl
 import pytest
 
-from cardhours.config.frames import INVENTORY_SCHEMA
-from transforms.fct_gpu_hourly import fct_gpu_hourly
-from transforms.gpu_hourly_pods import pod_host_deficit
-from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
-from transforms.stg_kube__pods import SCHEMA as PODS_SCHEMA
-from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
+from config.frames import INVENTORY_SCHEMA
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.marts.fct_gpu_hourly import fct_gpu_hourly
+from transforms.marts.gpu_hourly_pods import pod_host_deficit
+from transforms.staging.stg_kube__pods import SCHEMA as PODS_SCHEMA
+from transforms.staging.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
 
 T0 = datetime(2024, 3, 10, 10)
 PERIOD = (T0, T0 + timedelta(hours=2))

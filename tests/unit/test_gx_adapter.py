@@ -11,7 +11,7 @@ import duckdb_engine
 import polars as pl
 import pytest
 
-from cardhours.schemas import RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
+from contracts.schemas import RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
 from pipelines.checks import (
     DEFAULT_MAX_FRAME_ROWS,
     FrameTooLargeError,

@@ -10,7 +10,7 @@ import pytest
 
 from tests.unit.test_int_gpu_minutes_attributed import JOIN, T0, minute, run
 from tests.unit.test_int_gpu_minutes_attributed import attribute as attribute_with
-from transforms.int_gpu_minutes_attributed import JOINS
+from transforms.intermediate.int_gpu_minutes_attributed import JOINS
 
 STEP = 30
 WATTS = 350.0

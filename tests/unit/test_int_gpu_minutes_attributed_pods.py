@@ -8,10 +8,10 @@ from datetime import date, datetime, timedelta
 import polars as pl
 import pytest
 
-from transforms.int_gpu_minutes_attributed import JOINS, SCHEMA, int_gpu_minutes_attributed_sql
-from transforms.stg_dcgm__gpu_minutely import SCHEMA as MINUTELY_SCHEMA
-from transforms.stg_kube__pods import SCHEMA as PODS_SCHEMA
-from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
+from transforms.intermediate.int_gpu_minutes_attributed import JOINS, SCHEMA, int_gpu_minutes_attributed_sql
+from transforms.staging.stg_dcgm__gpu_minutely import SCHEMA as MINUTELY_SCHEMA
+from transforms.staging.stg_kube__pods import SCHEMA as PODS_SCHEMA
+from transforms.staging.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
 from warehouse import connect, replace_partition
 
 MONTH = date(2024, 3, 1)

@@ -8,11 +8,11 @@ from datetime import date, datetime, timedelta
 import numpy as np
 import polars as pl
 
-from cardhours.config.kubernetes import KubernetesConfig
-from cardhours.sources.kube.landing import RAW_KUBE_QUEUE_SCHEMA, RAW_KUBE_SERIES_SCHEMA, land
-from cardhours.sources.kube.reader import chunk_ms, keep_metrics, to_long
-from cardhours.sources.prometheus import SAMPLES_SCHEMA, LongSamples
-from cardhours.sources.prometheus.decode import Matrix
+from config.kubernetes import KubernetesConfig
+from sources.kube.landing import RAW_KUBE_QUEUE_SCHEMA, RAW_KUBE_SERIES_SCHEMA, land
+from sources.kube.reader import chunk_ms, keep_metrics, to_long
+from sources.prometheus import SAMPLES_SCHEMA, LongSamples
+from sources.prometheus.decode import Matrix
 
 T0 = datetime(2026, 3, 2)
 DAY = date(2026, 3, 2)

@@ -9,7 +9,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from cardhours.config.frames import INVENTORY_SCHEMA
+from config.frames import INVENTORY_SCHEMA
 from pipelines.checks.gx_adapter import run_suite_on_frame
 from pipelines.checks.kube_suites import (
     staged_kube_jobs_frame,
@@ -18,8 +18,8 @@ from pipelines.checks.kube_suites import (
     staged_pods_suite,
 )
 from pipelines.checks.suites import node_gpu_capacity
-from transforms.stg_kube__jobs import stg_kube__jobs
-from transforms.stg_kube__pods import SCHEMA as PODS_SCHEMA
+from transforms.staging.stg_kube__jobs import stg_kube__jobs
+from transforms.staging.stg_kube__pods import SCHEMA as PODS_SCHEMA
 
 T0 = datetime(2026, 3, 2, 8)
 PAIR = "expect_column_pair_values_a_to_be_greater_than_b"

@@ -9,8 +9,8 @@ from decimal import Decimal
 
 import polars as pl
 
-from cardhours.landings import landing_gaps
-from cardhours.ledger_chain import GENESIS, canonical, chain, link
+from warehouse.books.landings import landing_gaps
+from warehouse.books.ledger_chain import GENESIS, canonical, chain, link
 
 SCHEMA = {
     "billing_month": pl.Date(),

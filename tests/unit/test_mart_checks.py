@@ -16,10 +16,10 @@ from pipelines.checks.marts import (
 )
 from pipelines.checks.slurm_records import unknown_states_check
 from pipelines.checks.suites import node_gpu_capacity, staged_jobs_frame, staged_jobs_suite
-from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
-from transforms.mart_cluster_monthly import capacity_gpu_hours
-from transforms.mart_department_monthly import mart_department_monthly
-from transforms.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
+from transforms.marts.fct_job_usage import SCHEMA as USAGE_SCHEMA
+from transforms.marts.mart_cluster_monthly import capacity_gpu_hours
+from transforms.marts.mart_department_monthly import mart_department_monthly
+from transforms.staging.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
 
 MONTH = date(2026, 10, 1)
 START, END = datetime(2026, 10, 1), datetime(2026, 11, 1)

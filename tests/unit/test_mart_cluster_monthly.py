@@ -3,7 +3,7 @@ from datetime import date, datetime
 import polars as pl
 import pytest
 
-from transforms.mart_cluster_monthly import SCHEMA, capacity_gpu_hours, mart_cluster_monthly
+from transforms.marts.mart_cluster_monthly import SCHEMA, capacity_gpu_hours, mart_cluster_monthly
 
 
 def _usage(rows: list[dict]) -> pl.DataFrame:

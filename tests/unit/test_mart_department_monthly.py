@@ -7,8 +7,8 @@ from datetime import date, datetime
 import polars as pl
 import pytest
 
-from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
-from transforms.mart_department_monthly import SCHEMA, UNALLOCATED, mart_department_monthly
+from transforms.marts.fct_job_usage import SCHEMA as USAGE_SCHEMA
+from transforms.marts.mart_department_monthly import SCHEMA, UNALLOCATED, mart_department_monthly
 
 MARCH = datetime(2024, 3, 1)
 CAPACITY = pl.DataFrame({"cluster": ["c1", "c2"], "capacity_gpu_hours": [1000.0, 0.0]})

@@ -7,10 +7,10 @@ from datetime import datetime, timedelta
 import polars as pl
 import pytest
 
-from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
-from transforms.mart_deployment_monthly import SCHEMA, mart_deployment_monthly
-from transforms.stg_kube__jobs import SCHEMA as JOBS_SCHEMA
-from transforms.stg_kube__pods import SCHEMA as PODS_SCHEMA
+from transforms.marts.fct_job_usage import SCHEMA as USAGE_SCHEMA
+from transforms.marts.mart_deployment_monthly import SCHEMA, mart_deployment_monthly
+from transforms.staging.stg_kube__jobs import SCHEMA as JOBS_SCHEMA
+from transforms.staging.stg_kube__pods import SCHEMA as PODS_SCHEMA
 
 MARCH = (datetime(2024, 3, 1), datetime(2024, 4, 1))
 T0 = datetime(2024, 3, 10)

@@ -9,9 +9,9 @@ from datetime import date, datetime, timedelta
 import polars as pl
 import pytest
 
-from cardhours.sources.kube.landing import RAW_KUBE_QUEUE_SCHEMA
-from transforms.kube_queue_stats import histogram_quantile, increase
-from transforms.mart_kube_queue_monthly import SCHEMA, mart_kube_queue_monthly
+from sources.kube.landing import RAW_KUBE_QUEUE_SCHEMA
+from transforms.helpers.kube_queue_stats import histogram_quantile, increase
+from transforms.marts.mart_kube_queue_monthly import SCHEMA, mart_kube_queue_monthly
 
 T0 = datetime(2026, 3, 2)
 STEP = 60

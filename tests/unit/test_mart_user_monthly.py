@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 from tests.unit.fct_job_flags_cases import MONTH, PRICES, flags, thresholds, usage_row
-from transforms.fct_job_flags import SCHEMA as FLAGS_SCHEMA
-from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
-from transforms.mart_user_monthly import SCHEMA, mart_user_monthly
+from transforms.marts.fct_job_flags import SCHEMA as FLAGS_SCHEMA
+from transforms.marts.fct_job_usage import SCHEMA as USAGE_SCHEMA
+from transforms.marts.mart_user_monthly import SCHEMA, mart_user_monthly
 
 
 def users(rows: list[dict], flag_rows: pl.DataFrame | None = None, **overrides) -> pl.DataFrame:
@@ -79,7 +79,7 @@ def test_row_order_of_the_input_does_not_change_the_rows() -> None:
     reads fct_job_usage in whatever order DuckDB returns it)."""
     import random
 
-    from transforms.mart_department_monthly import mart_department_monthly
+    from transforms.marts.mart_department_monthly import mart_department_monthly
 
     rng = random.Random(3)
     rows = [usage_row(str(i), hours=rng.random() * 10 ** rng.randint(-3, 3), util=rng.random()) for i in range(300)]

@@ -1,4 +1,4 @@
-"""cardhours.sources.openmetrics: OpenMetrics text -> LongSamples, and the .om branch of FileMetricsSource."""
+"""sources.openmetrics: OpenMetrics text -> LongSamples, and the .om branch of FileMetricsSource."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cardhours.schemas import DCGM_FIELDS, RAW_SAMPLE_SCHEMA
-from cardhours.simulate.om_writer import OpenMetricsWriter
-from cardhours.simulate.samples import generate_day
-from cardhours.sources.metrics import FileMetricsSource, MetricsSourceError
-from cardhours.sources.openmetrics import OpenMetricsError, read_openmetrics
-from cardhours.sources.prometheus import LongSamples
+from contracts.exporters import DCGM
+from contracts.schemas import RAW_SAMPLE_SCHEMA
+from simulate.om_writer import OpenMetricsWriter
+from simulate.samples import generate_day
+from sources.metrics import FileMetricsSource, MetricsSourceError
+from sources.openmetrics import OpenMetricsError, read_openmetrics
+from sources.prometheus import LongSamples
 from tests.fixtures import h200
 from tests.fixtures.dcgm_openmetrics import h200_trace_om, wild_om
 from tests.integration.test_om_promtool import allocations, inventory
@@ -115,7 +116,7 @@ def test_h200_fixture_reads_back_exactly(tmp_path: Path, style: str) -> None:
     long = read_openmetrics(path, raw["ts"].min(), raw["ts"].max() + timedelta(seconds=1))
     assert style in long.series.columns
     joined = long.samples.join(long.series.select("series_id", "__name__", "hpc_job"), on="series_id")
-    for metric, column in DCGM_FIELDS.items():
+    for metric, column in DCGM.metric_signals.items():
         got = joined.filter(pl.col("__name__") == metric).sort("ts")
         assert_frame_equal(
             got.select("ts", "hpc_job", pl.col("value").alias(column)), raw.select("ts", "hpc_job", column)

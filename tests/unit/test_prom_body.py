@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from cardhours.bench.prometheus_server import free_port
-from cardhours.sources.prometheus.client import PrometheusClient, PrometheusQueryError
-from cardhours.sources.prometheus.scratch import Scratch
+from sources.prometheus.client import PrometheusClient, PrometheusQueryError
+from sources.prometheus.scratch import Scratch
 
 BODY = bytes(range(256)) * 40_000  # 10 MB: more than the first guess of 4 MiB
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from cardhours.sources.prometheus.boundary import probe_left_open
-from cardhours.sources.prometheus.client import PrometheusClient, PrometheusQueryError
+from sources.prometheus.boundary import probe_left_open
+from sources.prometheus.client import PrometheusClient, PrometheusQueryError
 
 T0 = 1_772_409_600_000  # ms
 SAMPLES = [T0 + 15_000 * i for i in range(240)]  # every 15 s for an hour

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from cardhours.sources.prometheus.census import list_series
-from cardhours.sources.prometheus.client import PrometheusClient, PrometheusQueryError
+from sources.prometheus.census import list_series
+from sources.prometheus.client import PrometheusClient, PrometheusQueryError
 
 REFUSAL = "cannot find metric names: error when searching tsids: the number of matching timeseries exceeds {}"
 

@@ -16,9 +16,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from cardhours.bench.prometheus_server import free_port
-from cardhours.config.cluster import PrometheusConfig
-from cardhours.sources.metrics import MetricsSourceError
-from cardhours.sources.prometheus.client import Backoff, PrometheusClient, PrometheusQueryError, retry_after_seconds
+from config.cluster import PrometheusConfig
+from sources.metrics import MetricsSourceError
+from sources.prometheus.client import Backoff, PrometheusClient, PrometheusQueryError, retry_after_seconds
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
 MATRIX = (FIXTURES / "matrix_edge.json").read_bytes()

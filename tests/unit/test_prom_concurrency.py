@@ -5,12 +5,12 @@ import socket
 
 import pytest
 
-from cardhours.config import EXAMPLE_CONFIG
-from cardhours.config.cluster import PrometheusConfig
-from cardhours.sources.prometheus import concurrency
-from cardhours.sources.prometheus.concurrency import REMOTE_DEFAULT, on_this_machine, parallel_requests
-from cardhours.sources.prometheus.source import PrometheusMetricsSource
+from config import EXAMPLE_CONFIG
+from config.cluster import PrometheusConfig
 from pipelines.resources import CardhoursResource
+from sources.prometheus import concurrency
+from sources.prometheus.concurrency import REMOTE_DEFAULT, on_this_machine, parallel_requests
+from sources.prometheus.source import PrometheusMetricsSource
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.3.4.5", "::1", "[::1]", "localhost", "LocalHost", "prom.localhost"])

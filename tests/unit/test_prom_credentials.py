@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cardhours.bench.prometheus_server import free_port
-from cardhours.sources.prometheus.client import PrometheusClient, PrometheusQueryError
+from sources.prometheus.client import PrometheusClient, PrometheusQueryError
 from tests.unit.test_prom_client import PARAMS, WINDOW, client_for, peer, url  # noqa: F401  (peer: the fixture)
 
 BEARER = {"Authorization": "Bearer s3cret"}

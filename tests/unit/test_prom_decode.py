@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cardhours.sources.prometheus.decode import (
+from sources.prometheus.decode import (
     Columns,
     DecodeError,
     Matrix,
@@ -99,8 +99,8 @@ def test_other_layouts_fall_back_to_the_reference_decoder() -> None:
         assert same_samples(as_dict(decode_matrix(text)), as_dict(decode_matrix_json(body(reference))))
 
 
-def test_many_series_across_csv_blocks_keep_their_counts() -> None:
-    """More than one pyarrow CSV block (4 MiB): series boundaries must survive the split."""
+def test_many_series_of_many_lengths_keep_their_counts() -> None:
+    """8,000 series of 1 to 100 samples in one answer: each series keeps its own samples."""
     doc = json.loads(body("matrix_edge"))
     series = doc["data"]["result"]
     result = []
@@ -111,10 +111,48 @@ def test_many_series_across_csv_blocks_keep_their_counts() -> None:
         result.append(one)
     doc["data"]["result"] = result
     text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
-    assert len(text) > 8 << 20  # mostly values: the CSV text spans several 4 MiB blocks
+    assert len(text) > 8 << 20
     fast = decode_matrix(text)
     assert fast.counts.tolist() == [len(s["values"]) for s in result]
     assert same_samples(as_dict(fast), as_dict(decode_matrix_json(text)))
+
+
+def compact(*lists: str) -> bytes:
+    """An answer in Prometheus' compact layout with one series (``gpu`` = its position) per values list."""
+    result = ",".join(f'{{"metric":{{"gpu":"{i}"}},"values":[{values}]}}' for i, values in enumerate(lists))
+    return b'{"status":"success","data":{"resultType":"matrix","result":[' + result.encode() + b"]}}"
+
+
+def test_signed_numbers_and_exponents_read_as_the_reference_reads_them() -> None:
+    text = compact(
+        '[1700000000,"-1.5"],[1700000015.5,"+Inf"]', '[1700000000,"-0"],[1700000030,"1e+05"],[1700000045,"0.25"]'
+    )
+    fast = decode_matrix(text)
+    assert same_samples(as_dict(fast), as_dict(decode_matrix_json(text)))
+    assert fast.counts.tolist() == [2, 3] and fast.ts_ms.tolist()[:2] == [1700000000000, 1700000015500]
+    assert fast.values.tolist()[:2] == [-1.5, math.inf] and math.copysign(1, fast.values[2]) == -1.0
+    assert fast.values.tolist()[3:] == [100000.0, 0.25]
+
+
+def test_unsigned_numbers_read_exactly() -> None:
+    text = compact('[1700000000,"0.1"],[1700000015.001,"7"]', '[1700000000,"0.30000000000000004"]')
+    fast = decode_matrix(text)
+    assert fast.counts.tolist() == [2, 1] and fast.ts_ms.tolist() == [1700000000000, 1700000015001, 1700000000000]
+    assert fast.values.tolist() == [0.1, 7.0, 0.30000000000000004]
+
+
+@pytest.mark.parametrize("values", ['[1700000000,"1","2"]', '[1700000000,""]', "[1700000000]", '[1700000000,"x"]'])
+def test_a_sample_not_timestamp_and_value_is_refused_naming_its_series(values: str) -> None:
+    with pytest.raises(
+        DecodeError, match=r"^a sample is not \[timestamp, \"value\"\] \(.+\) in series \{'gpu': '1'\}$"
+    ):
+        decode_matrix(compact('[1700000000,"0.5"]', values))
+
+
+def test_whitespace_inside_a_values_list_goes_to_the_reference_decoder() -> None:
+    text = compact('[1700000000, "0.5"],[1700000015,"2"]')
+    fast = decode_matrix(text)
+    assert fast.counts.tolist() == [2] and fast.values.tolist() == [0.5, 2.0]
 
 
 def test_empty_result_is_an_empty_matrix() -> None:

@@ -1,4 +1,4 @@
-"""The energy counter under downsampling (``cardhours.sources.prometheus.energy.place_energy``).
+"""The energy counter under downsampling (``sources.prometheus.energy.place_energy``).
 
 Raw readings and step points built by hand, through the same path as a read (normalize,
 pivot, conform, screen) into ``stg_dcgm__gpu_hourly``: the energy per GPU, job and hour
@@ -14,16 +14,16 @@ from datetime import datetime, timedelta
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from cardhours.sources.metrics import conform_samples
-from cardhours.sources.prometheus import SAMPLES_SCHEMA, LongSamples
-from cardhours.sources.prometheus.energy import place_energy
-from transforms.dcgm_labels import normalize_series
-from transforms.dcgm_pivot import pivot_samples
-from transforms.dcgm_quality import screen_samples
-from transforms.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
+from contracts.exporters import DCGM
+from sources.metrics import conform_samples
+from sources.prometheus import SAMPLES_SCHEMA, LongSamples
+from sources.prometheus.energy import place_energy
+from sources.series_labels import normalize_series
+from sources.series_pivot import pivot_samples
+from transforms.helpers.dcgm_quality import screen_samples
+from transforms.staging.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
 
 ENERGY, POWER = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_POWER_USAGE"
-FIELDS = {ENERGY: "energy_mj", POWER: "power_w"}
 T0 = datetime(2026, 3, 2, 9, 55)  # ten minutes across 10:00
 STEP = 60
 EPOCH = datetime(1970, 1, 1)
@@ -96,7 +96,7 @@ def downsampled_long() -> LongSamples:
 
 
 def hourly_energy(long: LongSamples, step: int) -> pl.DataFrame:
-    wide = pivot_samples(normalize_series(long.series, FIELDS), long.samples)
+    wide = pivot_samples(normalize_series(long.series, DCGM), long.samples)
     clean = screen_samples(conform_samples(wide, "c").collect(), "c/2026-03-02").clean
     hourly = stg_dcgm__gpu_hourly(clean.lazy(), step).collect()
     key = ["hostname", "gpu", "hpc_job", "hour"]
@@ -105,7 +105,7 @@ def hourly_energy(long: LongSamples, step: int) -> pl.DataFrame:
 
 def placed() -> LongSamples:
     start_us = (T0 - EPOCH) // timedelta(microseconds=1)
-    return place_energy(downsampled_long(), FIELDS, start_us, STEP * 1_000_000)
+    return place_energy(downsampled_long(), DCGM, start_us, STEP * 1_000_000)
 
 
 def test_energy_per_gpu_job_and_hour_is_the_raw_readings() -> None:
@@ -118,7 +118,7 @@ def test_energy_per_gpu_job_and_hour_is_the_raw_readings() -> None:
 
 def test_one_row_per_series_and_step_except_where_a_series_resumes_or_the_counter_resets() -> None:
     long = placed()
-    wide = pivot_samples(normalize_series(long.series, FIELDS), long.samples)
+    wide = pivot_samples(normalize_series(long.series, DCGM), long.samples)
     step = pl.col("ts").dt.truncate(f"{STEP}s")
     at = lambda s: T0 + timedelta(seconds=s)  # noqa: E731
     rows = wide.filter(pl.col("power_w").is_not_null())
@@ -151,4 +151,4 @@ def test_no_energy_series_leaves_the_samples_alone() -> None:
         long.series.filter(pl.col("__name__") == POWER), long.samples.filter(pl.col("series_id") % 2 == 0)
     )
     start_us = (T0 - EPOCH) // timedelta(microseconds=1)
-    assert place_energy(power_only, FIELDS, start_us, STEP * 1_000_000) is power_only
+    assert place_energy(power_only, DCGM, start_us, STEP * 1_000_000) is power_only

@@ -1,4 +1,4 @@
-"""Merging decoded chunks (``cardhours.sources.prometheus.fetch``) without a server."""
+"""Merging decoded chunks (``sources.prometheus.fetch``) without a server."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cardhours.sources.prometheus.chunks import Chunk, SeriesIndex, window_blocks
-from cardhours.sources.prometheus.decode import DecodeError, micros
-from cardhours.sources.prometheus.merge import Merger, _repeat
-from cardhours.sources.prometheus.plan import Request
+from sources.prometheus.chunks import Chunk, SeriesIndex, window_blocks
+from sources.prometheus.csv_values import micros
+from sources.prometheus.decode import DecodeError
+from sources.prometheus.merge import Merger
+from sources.prometheus.plan import Request
 
 US = 1_000_000
 
@@ -32,11 +33,6 @@ def test_micros_is_exact_from_decimal_seconds() -> None:
     seconds = np.array([1772409600.0, 1772409615.123, 1772409630.001, 1772409645.999])
     assert micros(seconds).tolist() == [1772409600000000, 1772409615123000, 1772409630001000, 1772409645999000]
     assert micros(seconds[:1], shift_ms=59_999).tolist() == [1772409600000000 - 59_999_000]
-
-
-def test_repeat_matches_numpy() -> None:
-    ranks, lengths = np.array([0, 0, 2, 5, 5, 9]), np.array([2, 1, 4, 1, 3, 2])
-    assert _repeat(ranks, lengths).tolist() == np.repeat(ranks, lengths).tolist()
 
 
 def chunk(index: SeriesIndex, metric: str, start: int, series: list[dict], samples: list[list[int]]) -> Chunk:
@@ -71,6 +67,31 @@ def test_merge_orders_series_by_label_set_and_samples_by_time_whatever_the_arriv
         (2, 150, 150.5),
     ]
     assert long.samples.equals(long.samples.sort("series_id", "ts"))
+
+
+def test_one_answer_in_output_order_is_the_output_without_a_copy() -> None:
+    index = SeriesIndex()
+    merger = Merger(index)
+    one = chunk(index, "m", 0, [{"__name__": "m", "gpu": "0"}, {"__name__": "m", "gpu": "1"}], [[0, 50], [10]])
+    values = np.repeat(one.values, 2)[::2]  # strided, as the pyarrow decoder leaves them
+    merger.add(Chunk(one.request, one.ids, one.offsets, one.lengths, one.ts_us, values, 0))
+    long = merger.result()
+    assert np.shares_memory(long.samples["ts"].to_numpy(), one.ts_us)
+    assert long.samples.select("series_id", pl.col("ts").dt.epoch("s"), "value").rows() == [
+        (0, 0, 0.5),
+        (0, 50, 50.5),
+        (1, 10, 10.5),
+    ]
+
+
+def test_one_answer_with_samples_cut_off_is_copied() -> None:
+    index = SeriesIndex()
+    merger = Merger(index)
+    one = chunk(index, "m", 0, [{"__name__": "m", "gpu": "0"}], [[0, 50, 100]])  # 100 is outside [0, 100)
+    merger.add(one)
+    long = merger.result()
+    assert not np.shares_memory(long.samples["ts"].to_numpy(), one.ts_us)
+    assert long.samples.select(pl.col("ts").dt.epoch("s")).to_series().to_list() == [0, 50]
 
 
 def test_series_without_samples_in_the_window_are_left_out() -> None:

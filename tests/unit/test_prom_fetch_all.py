@@ -1,6 +1,6 @@
 """``fetch.fetch_all`` without a server: answers written as Prometheus writes them, served by a
 ``PrometheusClient`` whose HTTP transport (``get``) is replaced; everything else is the real
-read path (planning callbacks, pools, scanning, placed decoding, errors)."""
+read path (planning callbacks, pools, decoding by either decoder, errors)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from cardhours.sources.prometheus import fetch
-from cardhours.sources.prometheus.client import PrometheusClient, PrometheusQueryError
-from cardhours.sources.prometheus.plan import Census, Request
+from sources.prometheus import decode, fetch
+from sources.prometheus.client import PrometheusClient, PrometheusQueryError
+from sources.prometheus.plan import Census, Request
+from tests.support.decoders import BOTH_DECODERS, NEEDS_NUMBA
 
 HOUR_MS = 3_600_000
 STEP_S = 60
@@ -68,7 +69,7 @@ class Recorded(PrometheusClient):
         return body
 
 
-def read(client: Recorded, hours: int = 4, chunk_hours: int = 2):
+def read(client: Recorded, hours: int = 4, chunk_hours: int = 2, decoder: str = "pyarrow"):
     census = Census("m", tuple(("Hostname", host, 1) for host in HOSTS))
     end = hours * HOUR_MS
 
@@ -84,58 +85,69 @@ def read(client: Recorded, hours: int = 4, chunk_hours: int = 2):
         selector="",
         max_parallel=2,
         min_span_ms=STEP_S * 1000,
+        decoder=decoder,
     )
 
 
-def test_every_sample_comes_back_once_in_order() -> None:
-    _, long, stats = read(Recorded())
+@BOTH_DECODERS
+def test_every_sample_comes_back_once_in_order(decoder: str) -> None:
+    _, long, stats = read(Recorded(), decoder=decoder)
     assert long.series.height == len(HOSTS) and stats.answered == 2 and stats.refused == 0
+    assert stats.decoder == decoder and stats.fallbacks == 0
     per_series = long.samples.group_by("series_id").len()["len"].to_list()
     assert per_series == [4 * 60] * len(HOSTS)  # [0, 4 h) at one a minute; the sample at 4 h is outside
     assert long.samples.equals(long.samples.sort("series_id", "ts"))
     assert long.samples["ts"].n_unique() == 4 * 60
 
 
-def test_bodies_are_fetched_on_the_request_threads_and_scanned_on_the_decoding_thread(monkeypatch) -> None:
+@pytest.mark.parametrize(
+    "decoder, step", [pytest.param("numba", "scan", marks=NEEDS_NUMBA), ("pyarrow", "decode_chunk")]
+)
+def test_bodies_are_fetched_on_the_request_threads_and_taken_on_the_decoding_thread(
+    monkeypatch, decoder: str, step: str
+) -> None:
     scanned_on: list[str] = []
-    real_scan = fetch.scan
+    real = getattr(fetch, step)
 
     def scan(*args, **kwargs):
         scanned_on.append(threading.current_thread().name)
-        return real_scan(*args, **kwargs)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(fetch, "scan", scan)
+    monkeypatch.setattr(fetch, step, scan)
     client = Recorded()
-    read(client, hours=6)
+    read(client, hours=6, decoder=decoder)
     assert len(scanned_on) == 3 and all(name.startswith("prometheus-decode") for name in scanned_on)
     assert client.get_threads and all(name.startswith("prometheus_") for name in client.get_threads)
 
 
-def test_refused_request_is_split_by_host_and_answered() -> None:
-    _, long, stats = read(Recorded(refuse_above_ms=HOUR_MS), hours=2, chunk_hours=2)
+@BOTH_DECODERS
+def test_refused_request_is_split_by_host_and_answered(decoder: str) -> None:
+    _, long, stats = read(Recorded(refuse_above_ms=HOUR_MS), hours=2, chunk_hours=2, decoder=decoder)
     assert stats.refused >= 1 and stats.answered >= 2 and stats.max_splits >= 1
     assert long.samples.height == 2 * 60 * len(HOSTS)
 
 
-def test_answer_with_another_metric_fails_naming_query_and_window() -> None:
+@BOTH_DECODERS
+def test_answer_with_another_metric_fails_naming_query_and_window(decoder: str) -> None:
     with pytest.raises(
         PrometheusQueryError,
         match=r"undecodable answer from http://prometheus.invalid:9090"
         r"/api/v1/query for query 'm\[",
     ) as caught:
-        read(Recorded(wrong_name="other"))
+        read(Recorded(wrong_name="other"), decoder=decoder)
     assert "asked for m" in str(caught.value) and "1970-01-01" in caught.value.window
 
 
-def test_a_partial_answer_fails_the_read_a_complete_one_reads_as_usual(monkeypatch) -> None:
+@BOTH_DECODERS
+def test_a_partial_answer_fails_the_read_a_complete_one_reads_as_usual(monkeypatch, decoder: str) -> None:
     with pytest.raises(PrometheusQueryError, match="isPartial: true"):
-        read(Recorded(partial=True))
+        read(Recorded(partial=True), decoder=decoder)
 
     def reference(*args, **kwargs):
-        raise AssertionError("a complete answer is scanned and placed, not decoded the reference way")
+        raise AssertionError("a complete answer is read the compact way, not by json.loads")
 
-    monkeypatch.setattr(fetch, "decode_chunk", reference)
-    _, long, stats = read(Recorded(partial=False))
-    assert stats.placed_fallbacks == 0
-    _, usual, _ = read(Recorded())
+    monkeypatch.setattr(decode, "decode_matrix_json", reference)
+    _, long, stats = read(Recorded(partial=False), decoder=decoder)
+    assert stats.fallbacks == 0
+    _, usual, _ = read(Recorded(), decoder=decoder)
     assert long.samples.equals(usual.samples) and long.series.equals(usual.series)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from cardhours.sources.prometheus.gc_pause import gc_paused
+from sources.prometheus.gc_pause import gc_paused
 
 
 def test_paused_inside_and_resumed_after_the_last_of_overlapping_reads() -> None:

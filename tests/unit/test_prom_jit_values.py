@@ -1,25 +1,27 @@
-"""The numba decoder of values lists (``cardhours.sources.prometheus.jit_values``): every
-value exactly Python's ``float``, every timestamp the exact microsecond, or a status that
-sends the response to the other decoder."""
+"""The numba decoder of values lists (``sources.prometheus.jit_values``,
+``cardhours[fast]``): every value exactly Python's ``float``, every timestamp the exact
+microsecond, or a status that sends the metric to the pyarrow decoder."""
 
 from __future__ import annotations
 
-import json
-import math
 import random
 
 import numpy as np
 import pytest
 
-from cardhours.sources.prometheus import decode, jit_values
-from cardhours.sources.prometheus.decode import decode_matrix, decode_matrix_json, parse_values
+pytest.importorskip("numba", reason="the compiled decoder is the cardhours[fast] extra")
+
+from sources.prometheus import jit_values  # noqa: E402
+
+HIGHEST = np.iinfo(np.int64).max
 
 
 def read(
     lists: list[str], shift_ms: int = 0, slow_rows: int = 64, words: bool = True
 ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """(status, counts, ts_us, values) of values lists (outer brackets excluded), slow values
-    parsed; ``words=False`` reads timestamps byte by byte only (no 8-digit words)."""
+    """(status, counts, ts_us, values) of values lists (outer brackets excluded), each list's
+    samples counted by its ``[`` and placed one list after the other, slow values parsed;
+    ``words=False`` reads timestamps byte by byte only (no 8-digit words)."""
     text = ",".join(f"[{one}]" for one in lists).encode()
     starts, ends, pos = [], [], 0
     for one in lists:
@@ -27,18 +29,24 @@ def read(
         ends.append(pos + 1 + len(one))
         pos += len(one) + 3
     starts, ends = np.array(starts, np.int64), np.array(ends, np.int64)
-    room = jit_values.max_samples(starts, ends)
-    ts, values, counts = np.empty(room, np.int64), np.empty(room), np.empty(len(lists), np.int64)
+    counts = np.array([one.count("[") for one in lists], np.int64)
+    total = int(counts.sum())
+    ts, values, series = np.empty(total, np.int64), np.empty(total), np.empty(total, np.uint32)
     slow = np.empty((slow_rows, 3), np.int64)
-    status, n, n_slow, _ = jit_values.read_lists(
+    status, n, n_slow, _ = jit_values.decode_lists(
         np.frombuffer(text, np.uint8),
         jit_values.words_of(text) if words else np.zeros(0, np.uint64),
         starts,
         ends,
         shift_ms,
+        jit_values.LOWEST,
+        HIGHEST,
+        np.cumsum(counts) - counts,
+        counts,
+        np.zeros(len(lists), np.int64),
         ts,
         values,
-        counts,
+        series,
         slow,
     )
     if status == jit_values.OK and not jit_values.finish_slow(text, slow[:n_slow], values):
@@ -51,7 +59,9 @@ def bits(values) -> list[int]:
 
 
 def same_as_float(texts: list[str]) -> None:
-    status, counts, _, values = read([",".join(f'[1700000000,"{t}"]' for t in texts)], slow_rows=len(texts))
+    status, counts, _, values = read(
+        [",".join(f'[{1700000000 + i},"{t}"]' for i, t in enumerate(texts))], slow_rows=len(texts)
+    )
     assert status == jit_values.OK and counts.tolist() == [len(texts)]
     expected = [float(t) for t in texts]
     wrong = [(t, v, e) for t, v, e in zip(texts, values.tolist(), expected, strict=True) if bits([v]) != bits([e])]
@@ -153,11 +163,10 @@ def test_timestamps_are_exact_microseconds_less_the_shift() -> None:
 
 def test_timestamps_read_by_words_equal_byte_by_byte() -> None:
     """Every length of integer part (the 8-digit word read needs 8 digits and a byte after
-    them) at every alignment in the body."""
+    them) at every alignment in the body; each list's timestamps increase, as the kernel checks."""
     rng = random.Random(5)
     stamps = []
-    for _ in range(3000):
-        ms = rng.randint(0, 10 ** rng.randint(1, 15))
+    for ms in sorted({rng.randint(0, 10 ** rng.randint(1, 15)) for _ in range(3000)}):
         seconds, fraction = divmod(ms, 1000)
         stamps.append(f"{seconds}.{fraction:03d}".rstrip("0").rstrip(".") if fraction else str(seconds))
     lists = [
@@ -199,35 +208,27 @@ def test_values_python_or_pyarrow_might_read_but_prometheus_never_writes_are_ref
     assert read([f'[1,"{text}"]'])[0] != jit_values.OK
 
 
-def test_decode_falls_back_to_the_csv_reader_with_the_same_result() -> None:
-    """Mostly NaN (more slow values than the slow buffer holds) and a 4-decimal timestamp:
-    both decode through the CSV reader, as before the kernel."""
-    metric = {"__name__": "m", "gpu": "0"}
-    for values in ([[1772409600 + i, "NaN"] for i in range(5000)], [[1772409600.0001, "1"]]):
-        doc = {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": metric, "values": values}]}}
-        body = json.dumps(doc, separators=(",", ":")).encode()
-        fast, reference = decode_matrix(body), decode_matrix_json(body)
-        assert fast.ts_ms.tolist() == reference.ts_ms.tolist()
-        assert all(math.isnan(v) for v in fast.values.tolist()) or fast.values.tolist() == reference.values.tolist()
-
-
-def test_parse_values_keeps_series_counts(monkeypatch: pytest.MonkeyPatch) -> None:
-    body = b'xx[[1,"1"],[2,"2"]]yy[[3,"NaN"]]'
-    with monkeypatch.context() as patched:  # the kernel reads it: the CSV reader is not asked
-        patched.setattr(decode, "parse_values_csv", None)
-        counts, ts_us, values = parse_values(body, [(3, 18), (22, 31)])
-    assert counts.tolist() == [2, 1] and ts_us.tolist() == [1_000_000, 2_000_000, 3_000_000]
-    assert values[:2].tolist() == [1.0, 2.0] and math.isnan(values[2])
-    counts, ts_us, values = parse_values(b'[1,"1"]x', [(0, 7)])  # no closing ']' after the list: the CSV reader
-    assert counts.tolist() == [1] and ts_us.tolist() == [1_000_000] and values.tolist() == [1.0]
-
-
 def test_a_list_must_end_before_its_closing_bracket() -> None:
     text = b'[1,"1"],[2,"2"]'
-    args = (np.empty(4, np.int64), np.empty(4), np.empty(1, np.int64), np.empty((1, 3), np.int64))
+    args = (
+        np.array([0]),
+        np.array([2]),
+        np.zeros(1, np.int64),
+        np.empty(4, np.int64),
+        np.empty(4),
+        np.empty(4, np.uint32),
+        np.empty((1, 3), np.int64),
+    )
     for end in (len(text), 7):  # past the body's end; a ',' after the list
-        status = jit_values.read_lists(
-            np.frombuffer(text, np.uint8), jit_values.words_of(text), np.array([0]), np.array([end]), 0, *args
+        status = jit_values.decode_lists(
+            np.frombuffer(text, np.uint8),
+            jit_values.words_of(text),
+            np.array([0]),
+            np.array([end]),
+            0,
+            jit_values.LOWEST,
+            HIGHEST,
+            *args,
         )[0]
         assert status == jit_values.BAD_LAYOUT
 
@@ -258,7 +259,6 @@ def test_placed_decoding_writes_each_list_at_its_place_and_checks_counts_and_ord
             ts,
             values,
             series,
-            np.empty(lists, np.int64),
             slow,
         )
 

@@ -1,4 +1,5 @@
-"""Placed decoding (``place``, ``jit_place``, ``assemble``) against the reference path."""
+"""Placed decoding (``place``, ``jit_place``, ``assemble``: the numba decoder of
+``cardhours[fast]``) against the pyarrow decoder's chunks, merged."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from cardhours.sources.prometheus.assemble import Assembly, decode_chunk
-from cardhours.sources.prometheus.chunks import SeriesIndex
-from cardhours.sources.prometheus.decode import DecodeError
-from cardhours.sources.prometheus.merge import Merger
-from cardhours.sources.prometheus.place import decode_placed, key_order, place, scan
-from cardhours.sources.prometheus.plan import Request
-from cardhours.sources.prometheus.scratch import Scratch
+pytest.importorskip("numba", reason="the compiled decoder is the cardhours[fast] extra")
+
+from sources.prometheus.assemble import Assembly, decode_chunk  # noqa: E402
+from sources.prometheus.chunks import SeriesIndex  # noqa: E402
+from sources.prometheus.decode import DecodeError  # noqa: E402
+from sources.prometheus.merge import Merger  # noqa: E402
+from sources.prometheus.place import decode_placed, key_order, place, scan  # noqa: E402
+from sources.prometheus.plan import Request  # noqa: E402
+from sources.prometheus.scratch import Scratch  # noqa: E402
 
 S = 1000  # ms per second
 
@@ -39,7 +42,7 @@ def gpu(i: int, metric: str = "m") -> dict[str, str]:
 
 
 def reference(answers: list[tuple[bytes, Request]]):
-    """LongSamples of the answers the reference way: decoded chunks, merged."""
+    """LongSamples of the answers the pyarrow way: decoded chunks, merged."""
     merger = Merger()
     for body, request in answers:
         merger.add(decode_chunk(body, request, merger.index, merger.scratch))
@@ -140,7 +143,21 @@ def test_placed_decoding_gives_exactly_the_reference_result(seed: int) -> None:
     assert long.samples.equals(long.samples.sort("series_id", "ts"))
 
 
-def test_a_list_out_of_time_order_sends_its_metric_the_reference_way() -> None:
+def test_values_the_kernel_leaves_to_python_beyond_its_buffer_send_the_metric_the_pyarrow_way() -> None:
+    body = answer([(gpu(0), [(str(100 + i), "NaN") for i in range(5000)])])
+    answers = [(body, Request("m", 0, 10_000 * S, 1))]
+    assembly, long = assembled(answers)
+    assert assembly.fallbacks == 1 and long.samples.height == 5000
+    same(long, reference(answers))
+
+
+def test_timestamps_finer_than_milliseconds_are_not_scanned() -> None:
+    """Such an answer is decoded the pyarrow way on arrival (``fetch.scan_answer``)."""
+    body = answer([(gpu(1), [("100.0001", "1"), ("115", "2")])])
+    assert scan(body, Request("m", 0, 200 * S, 1), SeriesIndex()) is None
+
+
+def test_a_list_out_of_time_order_sends_its_metric_the_pyarrow_way() -> None:
     good = answer([(gpu(0), [("100", "1"), ("115", "2")])])
     shuffled = answer([(gpu(1), [("130", "3"), ("115", "4"), ("145", "5")])])  # counted 3, but not in order
     answers = [(good, Request("m", 0, 200 * S, 1)), (shuffled, Request("m", 0, 200 * S, 1))]

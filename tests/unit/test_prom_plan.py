@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cardhours.sources.prometheus.plan import (
+from sources.prometheus.plan import (
     DAY_MS,
     Census,
     Downsample,

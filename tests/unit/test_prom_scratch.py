@@ -1,13 +1,13 @@
-"""The read's reusable memory (``cardhours.sources.prometheus.scratch``)."""
+"""The read's reusable memory (``sources.prometheus.scratch``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from cardhours.sources.prometheus.chunks import Chunk
-from cardhours.sources.prometheus.merge import Merger
-from cardhours.sources.prometheus.plan import Request
-from cardhours.sources.prometheus.scratch import SMALLEST, Scratch
+from sources.prometheus.chunks import Chunk
+from sources.prometheus.merge import Merger
+from sources.prometheus.plan import Request
+from sources.prometheus.scratch import SMALLEST, Held, Scratch, readable
 
 
 def test_a_given_back_buffer_is_taken_again_instead_of_new_memory() -> None:
@@ -85,3 +85,17 @@ def test_buffers_are_private_anonymous_memory_not_shared_memory() -> None:
     taken = Scratch().take(SMALLEST, np.uint8)
     taken[:] = 1
     assert _mapping_flags(taken) == "rw-p"
+
+
+def test_a_held_body_reads_like_its_bytes_without_a_copy() -> None:
+    text = b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"gpu":"0"},"values":[[1,"2"]]}]}}'
+    scratch = Scratch()
+    buffer = scratch.take(len(text) + 1, np.uint8)  # as body.read_into: one byte more than the body
+    buffer[: len(text)] = np.frombuffer(text, np.uint8)
+    buffer[len(text)] = ord("x")  # past the body: never read
+    held = readable(buffer[: len(text)])
+    assert isinstance(held, Held) and len(held) == len(text) and bytes(held) == text
+    assert held[5:12] == text[5:12] and held[len(text) - 3 :] == b"]}}" and held[-2:] == b"}}"
+    assert held.find(b"{", 2) == text.find(b"{", 2) and held.find(b"}}x") == -1
+    assert readable(buffer[1 : len(text)]) == text[1:]  # not from the buffer's start: copied
+    assert readable(np.frombuffer(text, np.uint8)) == text and readable(text) is text

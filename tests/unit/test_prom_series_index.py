@@ -6,8 +6,8 @@ from itertools import chain
 
 import pytest
 
-from cardhours.sources.prometheus.chunks import SeriesIndex
-from cardhours.sources.prometheus.decode import DecodeError
+from sources.prometheus.chunks import SeriesIndex
+from sources.prometheus.decode import DecodeError
 
 GPU = {
     "Hostname": "gpu-001",

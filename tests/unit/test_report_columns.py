@@ -1,4 +1,4 @@
-"""The columns the review reads (the subsets in reports/data.py) against the marts that feed them.
+"""The columns the review reads (the subsets in reports/columns.py) against the marts that feed them.
 
 Reports do not import the transforms, so each subset is checked here against the SCHEMA
 constant of its mart (pipelines/assets/reports.py READS): a renamed or retyped mart column
@@ -10,8 +10,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from reports import data
-from transforms import (
+from reports import columns
+from transforms.marts import (
     fct_gpu_hourly,
     fct_job_flags,
     fct_job_usage,
@@ -40,7 +40,7 @@ def _as_read(mart: pl.DataType, report: pl.DataType) -> bool:
 
 @pytest.mark.parametrize("name", SUBSETS)
 def test_the_review_reads_columns_the_mart_has(name: str) -> None:
-    subset, mart = pl.Schema(getattr(data, name)), pl.Schema(SUBSETS[name])
+    subset, mart = pl.Schema(getattr(columns, name)), pl.Schema(SUBSETS[name])
     assert [column for column in subset if column not in mart] == []
     assert [
         (column, mart[column], dtype) for column, dtype in subset.items() if not _as_read(mart[column], dtype)
@@ -48,5 +48,5 @@ def test_the_review_reads_columns_the_mart_has(name: str) -> None:
 
 
 def test_every_subset_is_checked() -> None:
-    subsets = {name for name, value in vars(data).items() if name.isupper() and isinstance(value, dict)}
+    subsets = {name for name, value in vars(columns).items() if name.isupper() and isinstance(value, dict)}
     assert subsets - {"SEGMENT_SCHEMA"} == set(SUBSETS)  # SEGMENT_SCHEMA: the price segments, not a mart

@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 import polars as pl
 import pytest
 
-from cardhours.config.rates import RatesConfig, price_frame
+from config.rates import RatesConfig, price_frame
 from reports import ReviewSettings, build_inputs, render_department_pages, render_review
 from reports.costs import undated_segments, with_hour_cost, with_job_costs
 from reports.sections.departments import department_costs
@@ -227,7 +227,7 @@ def test_settings_take_one_kind_of_prices() -> None:
 
 def test_the_review_marts_price_idle_hours_at_the_dated_prices_too() -> None:
     """fct_job_flags and mart_user_monthly price idle_cost with the same segments."""
-    from transforms.flag_rules.costs import with_idle_cost
+    from transforms.marts.flag_rules.costs import with_idle_cost
 
     runs = jobs(
         run("span", CHANGE - timedelta(hours=2), 4, gpus=2), run("b200", CHANGE, 1, gpu_model="B200", account="x")

@@ -268,7 +268,7 @@ def test_write_review_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_unmapped_name_matches_the_config_contract() -> None:
-    from cardhours.config import UNMAPPED  # reports may not import config; the test pins it
+    from config import UNMAPPED  # reports may not import config; the test pins it
 
     assert figures_module.UNMAPPED == UNMAPPED
 

@@ -7,7 +7,7 @@ from datetime import date
 import polars as pl
 
 from reports.sections.kube_queues import kube_queues_section
-from transforms.mart_kube_queue_monthly import SCHEMA
+from transforms.marts.mart_kube_queue_monthly import SCHEMA
 
 
 def queues(name: str, cluster: str = "c1") -> pl.DataFrame:

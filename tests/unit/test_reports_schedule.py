@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from dagster import SkipReason, build_schedule_context
 
-from cardhours.config import EXAMPLE_CONFIG, ConfigError, load_config
-from cardhours.config.schedule import ScheduleConfig
+from config import EXAMPLE_CONFIG, ConfigError, load_config
+from config.schedule import ScheduleConfig
 from pipelines.definitions import build_definitions
 from pipelines.jobs import review_month_key
 from pipelines.schedules import MONTHLY_REVIEW_CRON, review_tick

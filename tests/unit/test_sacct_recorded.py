@@ -13,11 +13,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cardhours.sources.sacct import read_sacct_file
 from pipelines.checks.gx_adapter import run_suite_on_frame
 from pipelines.checks.suites import node_gpu_capacity, staged_jobs_frame, staged_jobs_suite
-from transforms.fct_job_usage import _with_clipped_run
-from transforms.stg_slurm__jobs import stg_slurm__jobs
+from sources.sacct import read_sacct_file
+from transforms.marts.fct_job_usage import _with_clipped_run
+from transforms.staging.stg_slurm__jobs import stg_slurm__jobs
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "sacct" / "recorded_22.05_multinode.txt"
 HEADER = (Path(__file__).parents[1] / "fixtures" / "sacct" / "real_22.05_mix.txt").read_text().splitlines()[0]

@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cardhours import hostlist
-from cardhours.config import FlagsConfig, load_config
-from cardhours.simulate.cluster import (
+from config import FlagsConfig, load_config
+from contracts import hostlist
+from simulate.cluster import (
     INVENTORY_SCHEMA,
     MIG_LAYOUT,
     FreeSlots,
@@ -22,8 +22,8 @@ from cardhours.simulate.cluster import (
     node_groups,
     slot_table,
 )
-from cardhours.simulate.config_writer import write_config
-from cardhours.simulate.jobs import UNMAPPED_ACCOUNT, build_org
+from simulate.config_writer import write_config
+from simulate.jobs import UNMAPPED_ACCOUNT, build_org
 
 UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 PCI = re.compile(r"^00000000:[0-9A-F]{2}:00\.0$")

@@ -9,15 +9,15 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cardhours.schemas import RAW_SAMPLE_SCHEMA, empty_frame
-from cardhours.simulate.jobs import build_org
-from cardhours.simulate.kube import dcgm
-from cardhours.simulate.kube.om_text import Series, write_openmetrics
-from cardhours.simulate.kube.pool import SlotPool
-from cardhours.simulate.kube.run import QUOTA_GPUS, KubeSimulation
-from cardhours.simulate.kube.services import day_night
-from cardhours.simulate.kube.training import run_training
-from cardhours.sources.openmetrics import read_openmetrics
+from contracts.schemas import RAW_SAMPLE_SCHEMA, empty_frame
+from simulate.jobs import build_org
+from simulate.kube import dcgm
+from simulate.kube.om_text import Series, write_openmetrics
+from simulate.kube.pool import SlotPool
+from simulate.kube.run import QUOTA_GPUS, KubeSimulation
+from simulate.kube.services import day_night
+from simulate.kube.training import run_training
+from sources.openmetrics import read_openmetrics
 
 DAY = 86_400
 
@@ -113,7 +113,7 @@ def test_cli_flag_writes_the_pool_files_and_a_valid_config(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from cardhours.cli import app
-    from cardhours.config import load_config
+    from config import load_config
 
     result = CliRunner().invoke(
         app,

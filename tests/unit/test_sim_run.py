@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cardhours.config import load_config
-from cardhours.simulate.run import SimulationResult, simulate
+from config import load_config
+from simulate.run import SimulationResult, simulate
 
 START = date(2026, 10, 1)
 STEP = 60

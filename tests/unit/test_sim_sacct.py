@@ -9,13 +9,13 @@ from datetime import date, datetime, timedelta
 import polars as pl
 import pytest
 
-from cardhours import hostlist
-from cardhours.schemas import SACCT_FORMAT
-from cardhours.simulate.cluster import build_cluster, build_inventory
-from cardhours.simulate.jobs import build_org, generate_jobs
-from cardhours.simulate.sacct_writer import slurm_duration, write_sacct
-from cardhours.simulate.scheduler import schedule
-from cardhours.simulate.truth import TruthAccumulator, allocations_frame, truth_frame
+from contracts import hostlist
+from contracts.schemas import SACCT_FORMAT
+from simulate.cluster import build_cluster, build_inventory
+from simulate.jobs import build_org, generate_jobs
+from simulate.sacct_writer import slurm_duration, write_sacct
+from simulate.scheduler import schedule
+from simulate.truth import TruthAccumulator, allocations_frame, truth_frame
 
 START = date(2026, 10, 1)
 DAYS = 3

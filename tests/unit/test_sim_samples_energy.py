@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cardhours.simulate.samples import COUNTER_EPOCH_US, DAY_US, REBOOT_PERIOD_US, generate_day
+from simulate.samples import COUNTER_EPOCH_US, DAY_US, REBOOT_PERIOD_US, generate_day
 from tests.unit.sim_samples_cases import DAY, allocations, at, inventory
 
 
@@ -52,7 +52,7 @@ def test_energy_day_alone_equals_day_in_sequence(month: list[pl.DataFrame]) -> N
 
 
 def test_reboots_happen_once_per_period() -> None:
-    from cardhours.simulate.samples import make_fleet, reboots
+    from simulate.samples import make_fleet, reboots
 
     fleet = make_fleet(inventory(["H100", "H100"], mig_gpus=1), seed=3)
     times, insts = reboots(fleet, 3, COUNTER_EPOCH_US + 12 * REBOOT_PERIOD_US)

@@ -7,9 +7,9 @@ from datetime import timedelta
 import polars as pl
 import pytest
 
-from cardhours.schemas import RAW_SAMPLE_SCHEMA
-from cardhours.simulate import shapes
-from cardhours.simulate.samples import generate_day
+from contracts.schemas import RAW_SAMPLE_SCHEMA
+from simulate import shapes
+from simulate.samples import generate_day
 from tests.unit.sim_samples_cases import DAY, allocations, at, inventory
 
 

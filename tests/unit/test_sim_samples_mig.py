@@ -9,10 +9,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cardhours.config import MIG_SLICES_PER_GPU, parse_mig_profile
-from cardhours.simulate import gauges
-from cardhours.simulate.hardware import MIG_GI_IDS, MIG_LAYOUT, MIG_MEMORY_MIB
-from cardhours.simulate.samples import (
+from config import MIG_SLICES_PER_GPU, parse_mig_profile
+from simulate import gauges
+from simulate.hardware import MIG_GI_IDS, MIG_LAYOUT, MIG_MEMORY_MIB
+from simulate.samples import (
     DAY_US,
     US,
     Fleet,
@@ -171,7 +171,7 @@ def test_chunks_never_split_a_gpus_instances() -> None:
 
 
 def test_small_chunks_keep_the_gpu_values_together(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cardhours.simulate import samples
+    from simulate import samples
 
     monkeypatch.setattr(samples, "CHUNK_INSTANCES", 3)
     mig = mig_rows(generate_day(mig_inventory(), mig_allocations(), DAY, 3600, 5, "t"))
@@ -181,7 +181,7 @@ def test_small_chunks_keep_the_gpu_values_together(monkeypatch: pytest.MonkeyPat
 
 def test_screening_moves_the_repeated_values_to_one_device_row_per_gpu(two_days: list[pl.DataFrame]) -> None:
     """The pipeline's MIG device-field path on simulated output: nothing disagrees, nothing quarantined."""
-    from transforms.dcgm_quality import screen_samples
+    from transforms.helpers.dcgm_quality import screen_samples
 
     result = screen_samples(two_days[0], DAY.isoformat())
     c = result.counts

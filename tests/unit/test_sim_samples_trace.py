@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cardhours.simulate import shapes
-from cardhours.simulate.samples import generate_day
+from simulate import shapes
+from simulate.samples import generate_day
 from tests.fixtures import h200
 from tests.unit.sim_samples_cases import DAY, allocations, at, inventory, steady
 

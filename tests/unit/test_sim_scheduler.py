@@ -8,9 +8,9 @@ from datetime import date, datetime, timedelta
 
 import pytest
 
-from cardhours.simulate.cluster import Request, build_cluster, build_inventory
-from cardhours.simulate.jobs import JobSpec, User, build_org, generate_jobs
-from cardhours.simulate.scheduler import Run, schedule, task_ranges
+from simulate.cluster import Request, build_cluster, build_inventory
+from simulate.jobs import JobSpec, User, build_org, generate_jobs
+from simulate.scheduler import Run, schedule, task_ranges
 
 T0 = datetime(2026, 10, 1)
 H = 3600

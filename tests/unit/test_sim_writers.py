@@ -10,11 +10,12 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from cardhours.schemas import DCGM_FIELDS, RAW_SAMPLE_SCHEMA
-from cardhours.simulate import parquet_writer
-from cardhours.simulate.om_writer import OpenMetricsWriter
-from cardhours.simulate.parquet_writer import write_day_parquet
-from cardhours.simulate.samples import generate_day
+from contracts.exporters import DCGM
+from contracts.schemas import RAW_SAMPLE_SCHEMA
+from simulate import parquet_writer
+from simulate.om_writer import OpenMetricsWriter
+from simulate.parquet_writer import write_day_parquet
+from simulate.samples import generate_day
 
 DAY = date(2026, 3, 2)
 T0 = datetime(2026, 3, 2)
@@ -44,7 +45,7 @@ MIG = {
 def sample(instance: dict, ts: datetime, job: str | None, value: float) -> dict[str, object]:
     """One RAW_SAMPLE_SCHEMA row; MIG rows get no GPU_UTIL (power and energy repeat the GPU's)."""
     mig = instance["gpu_i_id"] is not None
-    values = {column: value for column in DCGM_FIELDS.values()}
+    values = {column: value for column in DCGM.metric_signals.values()}
     values |= {"gpu_util": None} if mig else {}
     return {"cluster": "t", "day": ts.date(), "ts": ts, **instance, "hpc_job": job, **values}
 
@@ -156,7 +157,7 @@ def expected(rows: list[dict[str, object]]) -> set[tuple[str, tuple[tuple[str, s
     out = set()
     for row in rows:
         labels = tuple((n, str(row[c])) for n, c in names.items() if row[c] is not None)
-        for metric, column in DCGM_FIELDS.items():
+        for metric, column in DCGM.metric_signals.items():
             if row[column] is not None:
                 out.add((metric, labels, float(row[column]), (row["ts"] - EPOCH) / timedelta(seconds=1)))
     return out
@@ -208,7 +209,7 @@ def test_om_families_and_series_are_contiguous(tmp_path: Path) -> None:
     lines = text.splitlines()
     assert lines[-1] == "# EOF" and text.endswith("# EOF\n")
     headers = [line for line in lines if line.startswith("#")][:-1]
-    assert headers == [h for m in DCGM_FIELDS for h in (f"# HELP {m} {_help(text, m)}", f"# TYPE {m} gauge")]
+    assert headers == [h for m in DCGM.metric_signals for h in (f"# HELP {m} {_help(text, m)}", f"# TYPE {m} gauge")]
     family, seen_series, last = None, set(), None
     for line in lines[:-1]:
         if line.startswith("# TYPE"):

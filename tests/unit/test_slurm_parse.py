@@ -1,4 +1,4 @@
-"""Parsing tables for sacct fields (transforms.slurm_parse)."""
+"""Parsing tables for sacct fields (transforms.helpers.slurm_parse)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime
 import polars as pl
 import pytest
 
-from transforms.slurm_parse import (
+from transforms.helpers.slurm_parse import (
     GpuAlloc,
     SlurmParseError,
     job_id_parts,

@@ -3,8 +3,8 @@ from datetime import date, datetime
 import polars as pl
 import pytest
 
-from cardhours.schemas import RAW_SAMPLE_SCHEMA
-from cardhours.sources.metrics import FileMetricsSource, MetricsSourceError, conform_samples
+from contracts.schemas import RAW_SAMPLE_SCHEMA
+from sources.metrics import FileMetricsSource, MetricsSourceError, conform_samples
 
 
 def _day_frame(day: date, cluster: str = "c1") -> pl.DataFrame:

@@ -3,8 +3,8 @@ from datetime import date, datetime
 import polars as pl
 import pytest
 
-from cardhours.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, SACCT_FIELDS
-from cardhours.sources.sacct import (
+from contracts.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, SACCT_FIELDS
+from sources.sacct import (
     SacctError,
     overlapping_rows,
     parse_sacct_text,

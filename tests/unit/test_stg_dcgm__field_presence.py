@@ -6,9 +6,9 @@ from datetime import date, datetime, timedelta
 
 import polars as pl
 
-from cardhours.schemas import RAW_SAMPLE_SCHEMA, SAMPLE_VALUE_COLUMNS
+from contracts.schemas import RAW_SAMPLE_SCHEMA, SAMPLE_VALUE_COLUMNS
 from tests.fixtures import h200
-from transforms.stg_dcgm__field_presence import SCHEMA, presence_summary, stg_dcgm__field_presence
+from transforms.staging.stg_dcgm__field_presence import SCHEMA, presence_summary, stg_dcgm__field_presence
 
 DAY = date(2024, 3, 10)
 T0 = datetime(2024, 3, 10, 0, 0)

@@ -7,9 +7,9 @@ from datetime import date, datetime, timedelta
 import polars as pl
 import pytest
 
-from cardhours.schemas import RAW_SAMPLE_SCHEMA
+from contracts.schemas import RAW_SAMPLE_SCHEMA
 from tests.fixtures import h200
-from transforms.stg_dcgm__gpu_hourly import SCHEMA, stg_dcgm__gpu_hourly
+from transforms.staging.stg_dcgm__gpu_hourly import SCHEMA, stg_dcgm__gpu_hourly
 
 T0 = datetime(2024, 3, 10, 10, 0)
 

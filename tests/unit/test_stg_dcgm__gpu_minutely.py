@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cardhours.schemas import RAW_SAMPLE_SCHEMA
+from contracts.schemas import RAW_SAMPLE_SCHEMA
 from tests.fixtures import h200
-from transforms.stg_dcgm__gpu_minutely import (
+from transforms.staging.stg_dcgm__gpu_minutely import (
     SCHEMA,
     expected_per_minute,
     stg_dcgm__gpu_minutely,

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 import polars as pl
 import pytest
 
-from transforms.stg_kube__jobs import SCHEMA, stg_kube__jobs
-from transforms.stg_kube__pods import SCHEMA as POD_SCHEMA
-from transforms.stg_slurm__jobs import SCHEMA as SLURM_SCHEMA
+from transforms.staging.stg_kube__jobs import SCHEMA, stg_kube__jobs
+from transforms.staging.stg_kube__pods import SCHEMA as POD_SCHEMA
+from transforms.staging.stg_slurm__jobs import SCHEMA as SLURM_SCHEMA
 
 T0 = datetime(2026, 3, 2)
 

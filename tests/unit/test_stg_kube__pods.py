@@ -8,8 +8,8 @@ from datetime import date, datetime, timedelta
 import polars as pl
 import pytest
 
-from cardhours.sources.kube.landing import RAW_KUBE_SERIES_SCHEMA
-from transforms.stg_kube__pods import stg_kube__pods
+from sources.kube.landing import RAW_KUBE_SERIES_SCHEMA
+from transforms.staging.stg_kube__pods import stg_kube__pods
 
 T0 = datetime(2026, 3, 2)
 END = datetime(2026, 3, 3)

@@ -8,10 +8,10 @@ from datetime import date, datetime
 import polars as pl
 import pytest
 
-from cardhours.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, SACCT_FIELDS
-from transforms.slurm_policy import POLICIES, reason_code
-from transforms.slurm_runs import LAST_SAMPLES_SCHEMA
-from transforms.stg_slurm__jobs import SCHEMA, stg_slurm__jobs
+from contracts.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, SACCT_FIELDS
+from transforms.helpers.slurm_policy import POLICIES, reason_code
+from transforms.helpers.slurm_runs import LAST_SAMPLES_SCHEMA
+from transforms.staging.stg_slurm__jobs import SCHEMA, stg_slurm__jobs
 
 MARCH = (datetime(2024, 3, 1), datetime(2024, 4, 1))
 TRES = "billing=8,cpu=8,gres/gpu:h100=2,gres/gpu=2,mem=64G,node=1"
@@ -306,7 +306,7 @@ def test_mig_weights_are_passed_through() -> None:
     assert weighted.get_column("gpus").to_list() == [1.0]
 
 
-# --- impossible and inconsistent records (transforms.slurm_policy) ---------------------------
+# --- impossible and inconsistent records (transforms.helpers.slurm_policy) ---------------------------
 
 CAPACITY = pl.DataFrame({"cluster": ["c1"], "max_node_gpus": [8.0]})
 

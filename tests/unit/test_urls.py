@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cardhours.cli import app
-from cardhours.config import EXAMPLE_CONFIG, Problem
-from cardhours.config.urls import redact_url, url_problem, without_userinfo
+from config import EXAMPLE_CONFIG, Problem
+from config.urls import redact_url, url_problem, without_userinfo
 from tests.unit.config_cases import PROM, example, problems_of, put
 
 CREDENTIALS = (

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cardhours.schemas import RAW_SAMPLE_SCHEMA
+from contracts.schemas import RAW_SAMPLE_SCHEMA
 from warehouse import connect
 
 

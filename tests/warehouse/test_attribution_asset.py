@@ -16,12 +16,13 @@ from dagster import AssetKey, DagsterInstance, materialize
 
 from cardhours.bench.marts import land
 from cardhours.bench.marts_build import BUILT, QUIET_RUN_CONFIG
-from cardhours.config import load_config
+from config import load_config
 from pipelines.assets.intermediate import ATTRIBUTED_TABLE, SAMPLES_CONSERVED, read_attributed, samples_conserved_check
 from pipelines.definitions import ASSETS
 from pipelines.resources import CardhoursResource
-from transforms.fct_job_usage import fct_job_usage
-from transforms.int_gpu_minutes_attributed import SCHEMA, int_gpu_minutes_attributed_sql
+from pipelines.store import Store
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA, int_gpu_minutes_attributed_sql
+from transforms.marts.fct_job_usage import fct_job_usage
 
 pytestmark = [pytest.mark.slow]
 
@@ -87,9 +88,10 @@ def test_stored_rows_are_the_transform_rows_plus_month_and_a_rerun_is_identical(
     assert first.get_column("month").unique().to_list() == [MONTH]
     build(landed, keys=[("intermediate", "int_gpu_minutes_attributed")])
     assert table(landed, f"SELECT * FROM {ATTRIBUTED_TABLE} ORDER BY ALL").equals(first)
-    conn = duckdb.connect(str(load_config(landed).warehouse.path), read_only=True)
+    config = load_config(landed)
+    conn = duckdb.connect(str(config.warehouse.path), read_only=True)
     try:
-        stored = read_attributed(conn, MONTH, load_config(landed).clusters[0].name)
+        stored = read_attributed(Store(conn, config.warehouse.lake), MONTH, config.clusters[0].name)
     finally:
         conn.close()
     assert stored.equals(direct_attribution(landed))

@@ -10,19 +10,19 @@ import polars as pl
 import pytest
 from dagster import materialize
 
-from cardhours.close import close_month
-from cardhours.close_conditions import month_conditions
-from cardhours.config import load_config
-from cardhours.ledger import CloseError
+from config import load_config
 from pipelines.assets.chargeback import fct_chargeback_jobs_asset
 from pipelines.assets.gate import month_landed
 from pipelines.assets.reports import read_review_frames
 from pipelines.resources import CardhoursResource
 from reports.chargeback_section import chargeback_section
-from tests.support.chargeback_site import AUG, august, build, close, database, make_site, put_usage, rows
+from tests.support.chargeback_site import AUG, august, build, close, database, lake, make_site, put_usage, rows
 from tests.support.landings import LANDED_AT
-from transforms.mart_cluster_monthly import SCHEMA as CLUSTER_SCHEMA
+from transforms.marts.mart_cluster_monthly import SCHEMA as CLUSTER_SCHEMA
 from warehouse import connect, replace_partition
+from warehouse.books.close import close_month
+from warehouse.books.close_conditions import month_conditions
+from warehouse.books.ledger import CloseError
 from warehouse.landings import Landing, record_landing
 
 LATE = datetime(2026, 12, 1)  # long after August's grace period
@@ -85,6 +85,7 @@ def test_stale_marts_refuse_even_with_accept_gaps(site: Path) -> None:
     with connect(database(site)) as conn:  # day 9 landed again after the build
         record_landing(
             conn,
+            lake(site),
             Landing("c1", date(2026, 8, 9), "dcgm", datetime(2026, 9, 10, 8), rows=120, quarantined=0, screened=120),
         )
     stale = (
@@ -145,7 +146,9 @@ def test_coverage_and_quarantine_limits(site: Path) -> None:
     put_usage(site, AUG, august())
     with connect(database(site)) as conn:
         record_landing(
-            conn, Landing("c1", date(2026, 8, 12), "dcgm", LANDED_AT, rows=100, quarantined=400, screened=500)
+            conn,
+            lake(site),
+            Landing("c1", date(2026, 8, 12), "dcgm", LANDED_AT, rows=100, quarantined=400, screened=500),
         )
         replace_partition(
             conn, "marts.mart_cluster_monthly", rows_frame(cluster="c1", month=AUG, sample_coverage=0.8), {"month": AUG}

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import polars as pl
 
-from cardhours.ledger import INVOICE_ID
 from tests.support.chargeback_frames import MONTH, build
 from tests.unit.test_chargeback_focus import CAPACITY, CONFIG, month_usage
 from warehouse import connect, read_frame, replace_partition
+from warehouse.books.ledger import INVOICE_ID
 from warehouse.migrate import default_source
 
 FOCUS_1_3 = [

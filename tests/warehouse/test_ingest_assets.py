@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from dagster import AssetKey, materialize
 
-from cardhours.schemas import RAW_SAMPLE_SCHEMA
+from contracts.schemas import RAW_SAMPLE_SCHEMA
 from pipelines.assets.ingest import raw_dcgm_samples
 from pipelines.assets.staging import (
     stg_dcgm__field_presence_asset,
@@ -19,7 +19,8 @@ from pipelines.assets.staging import (
 )
 from pipelines.checks.quarantine import ClusterQuarantine, quarantine_share_check, values_by_reason
 from pipelines.resources import CardhoursResource
-from transforms import stg_dcgm__field_presence, stg_dcgm__gpu_hourly, stg_dcgm__gpu_minutely
+from tests.support.warehouse_read import read_lake
+from transforms.staging import stg_dcgm__field_presence, stg_dcgm__gpu_hourly, stg_dcgm__gpu_minutely
 from warehouse import connect
 
 DAY = date(2024, 3, 10)
@@ -138,11 +139,7 @@ def metadata(result, key: list[str]) -> dict:
 
 
 def query(config: Path, sql: str, params: list | None = None) -> pl.DataFrame:
-    conn = duckdb.connect(str(config.parent / "wh" / "cardhours.duckdb"), read_only=True)
-    try:
-        return conn.sql(sql, params=params).pl()
-    finally:
-        conn.close()
+    return read_lake(config, sql, params)
 
 
 def test_screening_lands_clean_rows_quarantine_and_counts(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 from dagster import materialize
 
-from cardhours.simulate.run import SimulationResult, simulate
 from pipelines.assets.kube import raw_kube_series, stg_kube__jobs_asset, stg_kube__pods_asset
 from pipelines.resources import CardhoursResource
+from simulate.run import SimulationResult, simulate
 from warehouse import connect
 from warehouse.connection import read_frame
 

@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 from dagster import DagsterInstance
 
-from cardhours.simulate.run import SimulationResult, simulate
 from pipelines.assets.gate import GATE_STEP
 from pipelines.definitions import build_definitions
+from simulate.run import SimulationResult, simulate
 from warehouse import connect
 from warehouse.connection import read_frame
 

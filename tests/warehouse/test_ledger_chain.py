@@ -13,9 +13,9 @@ import pytest
 from typer.testing import Result
 
 from cardhours.cli import app
-from cardhours.ledger_chain import GENESIS, JOBS_TABLE, canonical, link
 from tests.support.chargeback_site import AUG, SEP, august, build, cli, close, database, make_site, put_usage, rows, run
 from warehouse import connect, read_frame
+from warehouse.books.ledger_chain import GENESIS, JOBS_TABLE, canonical, link
 
 HEX = "[0-9a-f]{64}"
 

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from cardhours.cli import app
 from cardhours.runner import _failure_text
-from cardhours.simulate.run import simulate
 from pipelines.definitions import build_definitions
+from simulate.run import simulate
 from tests.support.warehouse_read import read as _read
 
 pytestmark = [pytest.mark.slow]

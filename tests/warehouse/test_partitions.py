@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cardhours.schemas import QUARANTINE_SCHEMA, RAW_SAMPLE_SCHEMA
+from contracts.schemas import QUARANTINE_SCHEMA, RAW_SAMPLE_SCHEMA
 from warehouse import (
     PartitionMismatchError,
     UnknownColumnError,

@@ -13,8 +13,8 @@ from pipelines.assets.review import fct_job_flags_asset, mart_user_monthly_asset
 from pipelines.resources import CardhoursResource
 from tests.unit.fct_job_flags_cases import MONTH, START, usage_row
 from tests.unit.test_fct_job_flags_profile import hour_row
-from transforms.fct_job_usage import SCHEMA as USAGE_SCHEMA
-from transforms.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA as ATTRIBUTED_SCHEMA
+from transforms.marts.fct_job_usage import SCHEMA as USAGE_SCHEMA
 from warehouse import connect, replace_partition
 
 pytestmark = [pytest.mark.slow]  # Dagster runs: ~6 s each on 2 cores

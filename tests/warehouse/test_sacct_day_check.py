@@ -9,7 +9,7 @@ from pathlib import Path
 from dagster import materialize
 
 from cardhours.runner import failed_check_texts
-from cardhours.schemas import SACCT_FIELDS
+from contracts.schemas import SACCT_FIELDS
 from pipelines.assets.ingest import raw_slurm_sacct
 from pipelines.resources import CardhoursResource
 from tests.corpus.sacct import line

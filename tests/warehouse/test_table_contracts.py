@@ -16,21 +16,23 @@ import duckdb
 import polars as pl
 import pytest
 
-from cardhours.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
-from cardhours.sources.kube.landing import RAW_KUBE_QUEUE_SCHEMA, RAW_KUBE_SERIES_SCHEMA
-from transforms import (
+from contracts.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
+from sources.kube.landing import RAW_KUBE_QUEUE_SCHEMA, RAW_KUBE_SERIES_SCHEMA
+from transforms.intermediate import int_gpu_minutes_attributed
+from transforms.marts import (
     fct_chargeback_focus,
     fct_chargeback_jobs,
     fct_gpu_hourly,
     fct_job_flags,
     fct_job_usage,
-    int_gpu_minutes_attributed,
     mart_chargeback_reconciliation,
     mart_cluster_monthly,
     mart_department_monthly,
     mart_deployment_monthly,
     mart_kube_queue_monthly,
     mart_user_monthly,
+)
+from transforms.staging import (
     stg_dcgm__field_presence,
     stg_dcgm__gpu_hourly,
     stg_dcgm__gpu_minutely,
@@ -53,7 +55,7 @@ SQL_TYPES = {
     pl.List(pl.String()): "VARCHAR[]",
 }
 DAY, MONTH = (("day", "DATE"),), (("month", "DATE"),)
-# A closed ledger row: the close's time, the row's place and hash in the chain (cardhours/ledger_chain.py).
+# A closed ledger row: the close's time, the row's place and hash in the chain (warehouse/books/ledger_chain.py).
 FROZEN = (("closed_at", "TIMESTAMP"), ("ledger_seq", "BIGINT"), ("row_hash", "VARCHAR"))
 # Tables declared by their migration alone: the code writes them from the warehouse's column list.
 DDL_ONLY = {"marts.chargeback_closed_months", "meta.landings", "meta.monthly_builds"}
@@ -70,6 +72,7 @@ CONTRACTS = (
     Contract("raw.dcgm_samples", RAW_SAMPLE_SCHEMA),
     Contract("raw.slurm_sacct", RAW_SACCT_SCHEMA),
     Contract("raw.quarantine", QUARANTINE_SCHEMA),
+    Contract("raw.quarantine_monthly", QUARANTINE_SCHEMA),
     Contract("raw.kube_series", RAW_KUBE_SERIES_SCHEMA),
     Contract("raw.kube_queue_samples", RAW_KUBE_QUEUE_SCHEMA),
     Contract("staging.stg_dcgm__field_presence", stg_dcgm__field_presence.SCHEMA),

@@ -144,7 +144,9 @@ def test_a_dagster_run_while_another_process_holds_the_warehouse_fails_naming_it
     from pipelines.definitions import build_definitions
 
     process, database = holder
-    job = build_definitions(str(make_site(tmp_path))).resolve_job_def("daily_ingest")
+    # The monthly job writes the DuckDB file (the daily job writes only the lake and never takes
+    # the lock: tests/integration/test_parallel_days.py runs two days while it is held).
+    job = build_definitions(str(make_site(tmp_path))).resolve_job_def("monthly_review")
     result = job.execute_in_process(partition_key="2026-08-01", raise_on_error=False)
     assert not result.success
     assert _failure_text(result).startswith(

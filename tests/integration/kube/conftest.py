@@ -11,9 +11,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from cardhours.config import load_config
-from cardhours.config.cluster import ClusterConfig, PrometheusConfig
-from cardhours.simulate.run import SimulationResult, simulate
+from config import load_config
+from config.cluster import ClusterConfig, PrometheusConfig
+from simulate.run import SimulationResult, simulate
 from tests.integration.kube.cases import DAYS, STEP, T0
 
 

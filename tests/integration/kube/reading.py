@@ -6,9 +6,9 @@ from datetime import datetime, timedelta
 
 from polars.testing import assert_frame_equal
 
-from cardhours.config.cluster import ClusterConfig
-from cardhours.sources.kube.landing import Landing, land
-from cardhours.sources.kube.reader import KubeReader
+from config.cluster import ClusterConfig
+from sources.kube.landing import Landing, land
+from sources.kube.reader import KubeReader
 from tests.integration.kube.cases import DAYS, T0
 
 PARTS = ("series", "queue_samples", "quarantine")

@@ -14,12 +14,12 @@ import polars as pl
 import pytest
 from dagster import DagsterInstance
 
-from cardhours.config.cluster import ClusterConfig
-from cardhours.simulate.kube.queues import WAIT_BUCKETS
-from cardhours.simulate.kube.training import CLUSTER_QUEUE, VOLCANO_QUEUE
-from cardhours.simulate.run import SimulationResult
+from config.cluster import ClusterConfig
 from pipelines.assets.gate import GATE_STEP
 from pipelines.definitions import build_definitions
+from simulate.kube.queues import WAIT_BUCKETS
+from simulate.kube.training import CLUSTER_QUEUE, VOLCANO_QUEUE
+from simulate.run import SimulationResult
 from tests.integration.kube.cases import DAYS, STEP, T0
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from cardhours.config.cluster import ClusterConfig
-from cardhours.simulate.run import SimulationResult
-from cardhours.sources.prometheus.client import PrometheusQueryError
+from config.cluster import ClusterConfig
+from simulate.run import SimulationResult
+from sources.prometheus.client import PrometheusQueryError
 from tests.integration.kube.reading import assert_same_landing, land_day
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

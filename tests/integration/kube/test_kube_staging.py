@@ -8,15 +8,15 @@ from datetime import datetime, timedelta
 import polars as pl
 import pytest
 
-from cardhours.config import load_config
-from cardhours.config.cluster import ClusterConfig
-from cardhours.simulate.run import SimulationResult
-from cardhours.sources.kube.landing import Landing
-from cardhours.sources.prometheus.source import PrometheusMetricsSource
+from config import load_config
+from config.cluster import ClusterConfig
+from simulate.run import SimulationResult
+from sources.kube.landing import Landing
+from sources.prometheus.source import PrometheusMetricsSource
 from tests.integration.kube.cases import STEP, T0, T1
 from tests.integration.kube.reading import land_days
-from transforms.stg_kube__jobs import stg_kube__jobs
-from transforms.stg_kube__pods import stg_kube__pods
+from transforms.staging.stg_kube__jobs import stg_kube__jobs
+from transforms.staging.stg_kube__pods import stg_kube__pods
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

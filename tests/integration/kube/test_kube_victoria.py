@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cardhours.config.cluster import ClusterConfig
-from cardhours.simulate.run import SimulationResult
-from cardhours.sources.prometheus.source import PrometheusMetricsSource
+from config.cluster import ClusterConfig
+from simulate.run import SimulationResult
+from sources.prometheus.source import PrometheusMetricsSource
 from tests.integration.kube.cases import T0
 from tests.integration.kube.reading import assert_same_landing, land_day, land_days
 from tests.support.victoria import VictoriaServer

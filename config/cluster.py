@@ -1,0 +1,214 @@
+"""Per-cluster configuration: where metrics and scheduler records come from, and the hardware."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from config.base import (
+    ConfigPath,
+    Loc,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    Slug,
+    StrictModel,
+    Text,
+    did_you_mean,
+    raise_problems,
+)
+from config.inventory import InventoryConfig
+from config.kubernetes import KubernetesConfig
+from config.urls import url_problem
+from contracts.exporters import DEFAULT_EXPORTER, EXPORTERS
+
+DEFAULT_STEP_SECONDS = 30  # dcgm-exporter's and the simulator's usual sample spacing
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_METRIC_NAME = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*$")
+
+
+class MetricsConfig(StrictModel):
+    """Where GPU samples come from, and in which exporter's names."""
+
+    source: Literal["prometheus", "file"]
+    # Whose metric and label names the samples carry (contracts.exporters.EXPORTERS).
+    exporter: str = DEFAULT_EXPORTER
+    path: ConfigPath | None = None  # simulator Parquet directory or .om file (source = "file")
+    # Spacing of the samples in the files (source = "file"); Prometheus uses its own step_seconds.
+    step_seconds: PositiveInt | None = None
+    # The day's ingest check fails when more than this share of samples was quarantined.
+    max_quarantine_share: float = Field(default=0.01, ge=0.0, le=1.0)
+
+    @field_validator("exporter")
+    @classmethod
+    def _known_exporter(cls, value: str) -> str:
+        if value not in EXPORTERS:
+            raise ValueError(f"unknown exporter {value!r}{did_you_mean(value, EXPORTERS)}; known: {sorted(EXPORTERS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _path_for_file(self) -> MetricsConfig:
+        if self.source == "file" and self.path is None:
+            raise_problems([(("path",), "required key is missing: metrics.source is 'file'")])
+        return self
+
+
+class PrometheusConfig(StrictModel):
+    """The Prometheus-compatible HTTP API serving the exporter's series."""
+
+    url: str
+    bearer_token_env: str | None = None
+    basic_auth_user_env: str | None = None
+    basic_auth_password_env: str | None = None
+    verify_tls: bool = True
+    ca_bundle: ConfigPath | None = None
+    step_seconds: PositiveInt = DEFAULT_STEP_SECONDS
+    scrape_interval_seconds: PositiveInt = 30
+    timeout_seconds: PositiveFloat = 60.0
+    max_retries: NonNegativeInt = 5
+    selector: str = ""  # extra label matchers in braces, '{job="dcgm-exporter"}'
+    # The exporter's metric name -> the site's, where a site renamed them (keys checked by ClusterConfig).
+    metric_names: dict[str, str] = Field(default_factory=dict)
+    # Request sizing (Prometheus defaults: 11,000 points per series per query_range,
+    # --query.max-samples 50,000,000 per query) and concurrency.
+    max_points_per_series: PositiveInt = 11_000
+    max_samples_per_query: PositiveInt = 50_000_000
+    # None: 4, or fewer against a server on this machine (as many as the reader's CPUs):
+    # sources/prometheus/concurrency.py
+    max_parallel_requests: PositiveInt | None = None
+    # None reads every raw sample (exact). N asks the server for avg_over_time / max_over_time
+    # over N-second steps instead: far less data for very large sites, some accuracy lost
+    # (docs/prometheus.md states how much, measured on the real H200 trace).
+    downsample_seconds: PositiveInt | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if (problem := url_problem(value)) is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("bearer_token_env", "basic_auth_user_env", "basic_auth_password_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError(
+                "must be the name of an environment variable (letters, digits, '_'), never the secret itself"
+            )
+        return value
+
+    @field_validator("selector")
+    @classmethod
+    def _braced(cls, value: str) -> str:
+        stripped = value.strip()
+        if stripped and not (stripped.startswith("{") and stripped.endswith("}")):
+            example = '{job="dcgm-exporter"}'
+            raise ValueError(f"must be empty or label matchers in braces, e.g. {example!r} (got {value!r})")
+        return stripped
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PrometheusConfig:
+        problems: list[tuple[Loc, str]] = []
+        for field, metric in self.metric_names.items():
+            if not _METRIC_NAME.match(metric):
+                problems.append((("metric_names", field), f"{metric!r} is not a valid Prometheus metric name"))
+        if (self.basic_auth_user_env is None) != (self.basic_auth_password_env is None):
+            missing = "basic_auth_password_env" if self.basic_auth_password_env is None else "basic_auth_user_env"
+            problems.append(((missing,), "required key is missing: basic auth needs both the user and the password"))
+        if self.bearer_token_env is not None and self.basic_auth_user_env is not None:
+            problems.append((("bearer_token_env",), "set either bearer_token_env or basic_auth_*_env, not both"))
+        raise_problems(problems)
+        return self
+
+
+class SlurmConfig(StrictModel):
+    """How to read Slurm accounting: run sacct (command mode) or read its saved output (file mode)."""
+
+    sacct_command: Text | None = None
+    sacct_file: ConfigPath | None = None
+    # `sacct -M` name; ClusterConfig fills in the cluster's own name when omitted.
+    slurm_cluster: Text | None = None
+    # Command mode: what sacct prints. "json" needs Slurm 21.08+; saved files are told apart by content.
+    sacct_output: Literal["parsable2", "json"] = "parsable2"
+    # The day's ingest fails when more than this share of sacct rows is quarantined (the source is
+    # then misconfigured); below it, bad rows are quarantined with a reason and the day lands.
+    # Higher than the DCGM default: a small cluster's day has few rows, and one bad job is 1-2% of it.
+    max_quarantine_share: float = Field(default=0.05, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> SlurmConfig:
+        if (self.sacct_command is None) == (self.sacct_file is None):
+            state = "neither is set" if self.sacct_command is None else "both are set"
+            raise ValueError(f"set exactly one of sacct_command (command mode) or sacct_file (file mode); {state}")
+        return self
+
+
+class ClusterConfig(StrictModel):
+    """One cluster: its name (carried by every warehouse table), sources and hardware."""
+
+    name: Slug
+    metrics: MetricsConfig
+    prometheus: PrometheusConfig | None = None
+    slurm: SlurmConfig | None = None
+    kubernetes: KubernetesConfig | None = None  # GPU pods from kube-state-metrics (docs/kubernetes.md)
+    inventory: InventoryConfig
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_slurm_cluster(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            slurm = data.get("slurm")
+            if isinstance(slurm, dict) and "slurm_cluster" not in slurm:
+                return {**data, "slurm": {**slurm, "slurm_cluster": data["name"]}}
+        return data
+
+    @model_validator(mode="after")
+    def _metric_names_of_exporter(self) -> ClusterConfig:
+        renamed = self.prometheus.metric_names if self.prometheus is not None else {}
+        exporter = EXPORTERS[self.metrics.exporter]
+        known = exporter.metric_signals
+        problems: list[tuple[Loc, str]] = [
+            (
+                ("prometheus", "metric_names", name),
+                f"not a metric of {exporter.title} (metrics.exporter = {exporter.name!r})" + did_you_mean(name, known),
+            )
+            for name in renamed
+            if name not in known
+        ]
+        names = [renamed.get(metric, metric) for metric in known]
+        problems += [
+            (("prometheus", "metric_names"), f"two metrics would both be read as {name!r}")
+            for name in sorted({name for name in names if names.count(name) > 1})
+        ]
+        raise_problems(problems)
+        return self
+
+    @model_validator(mode="after")
+    def _prometheus_when_used(self) -> ClusterConfig:
+        if self.metrics.source == "prometheus" and self.prometheus is None:
+            raise_problems([(("prometheus",), "required key is missing: metrics.source is 'prometheus'")])
+        if self.kubernetes is not None and self.kubernetes.path is None and self.prometheus is None:
+            raise_problems(
+                [
+                    (
+                        ("kubernetes", "path"),
+                        "required key is missing: no [clusters.prometheus] to read kube-state-metrics from",
+                    )
+                ]
+            )
+        return self
+
+    @property
+    def sample_step_seconds(self) -> int:
+        """Expected spacing of DCGM samples (for coverage): metrics.step_seconds when set, else
+        prometheus.step_seconds when the cluster has a [clusters.prometheus] section, else
+        DEFAULT_STEP_SECONDS."""
+        if self.metrics.step_seconds is not None:
+            return self.metrics.step_seconds
+        return self.prometheus.step_seconds if self.prometheus is not None else DEFAULT_STEP_SECONDS
+
+    def hostnames(self) -> list[str]:
+        """Every host of every node group, in configuration order."""
+        return [host for group in self.inventory.node_groups for host in group.hostnames()]

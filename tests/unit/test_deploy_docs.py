@@ -1,0 +1,35 @@
+"""docs/deploy.md shows the files under deploy/ as they are: each quoted file matches its source."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "deploy.md"
+SHOWN = [
+    "dagster.yaml",
+    "workspace.yaml",
+    "cardhours.env.example",
+    "cardhours-dagster-daemon.service",
+    "cardhours-dagster-webserver.service",
+]
+
+
+def _quoted(name: str) -> str:
+    """The fenced block that follows the first line naming ``deploy/<name>`` and ending in a colon."""
+    pattern = rf"^`deploy/{re.escape(name)}`[^\n]*:\n\n```\w*\n(.*?)```$"
+    found = re.search(pattern, DOC.read_text(), flags=re.MULTILINE | re.DOTALL)
+    assert found, f"docs/deploy.md does not quote deploy/{name}"
+    return found.group(1)
+
+
+@pytest.mark.parametrize("name", SHOWN)
+def test_the_doc_quotes_the_file_as_it_is(name: str) -> None:
+    assert _quoted(name) == (REPO / "deploy" / name).read_text()
+
+
+def test_every_file_under_deploy_is_shown() -> None:
+    assert sorted(path.name for path in (REPO / "deploy").iterdir()) == sorted(SHOWN)

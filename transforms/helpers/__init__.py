@@ -1,0 +1,1 @@
+"""Helpers shared by the transforms: parsing, sample screening, pricing and ordering rules."""

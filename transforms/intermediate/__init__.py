@@ -1,0 +1,1 @@
+"""Intermediate tables (``int_<entity>_<verb>``) and the attribution SQL that builds them."""

@@ -1,0 +1,1 @@
+"""Staging tables: one ``stg_<source>__<entity>`` module per table, built from raw rows."""

@@ -1,0 +1,68 @@
+"""Which days of a month have landed: the expected landings of a config, and the gaps.
+
+A month is complete when every configured cluster has an 'ok' landing (meta.landings) of
+every UTC day for each of its sources: ``dcgm`` always, ``sacct`` with a ``[clusters.slurm]``
+section, ``kube`` with a ``[clusters.kubernetes]`` one. The monthly job's gate
+(pipelines/assets/gate.py) and ``cardhours close`` (warehouse/books/close_conditions.py) both ask
+``landing_gaps``.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import polars as pl
+
+from config import Config
+from sources.kube.landing import SOURCE as KUBE
+from transforms.helpers.dcgm_quality import SOURCE as DCGM
+from warehouse.landings import OK
+
+SACCT = "sacct"
+__all__ = ["DCGM", "KUBE", "SACCT", "expected_sources", "landing_gaps"]
+
+
+def expected_sources(config: Config) -> dict[str, list[str]]:
+    """cluster -> the sources that land a day for it."""
+    return {
+        cluster.name: [DCGM, *([SACCT] if cluster.slurm else []), *([KUBE] if cluster.kubernetes else [])]
+        for cluster in config.clusters
+    }
+
+
+def _runs(days: list[tuple[date, str]]) -> list[tuple[date, date, str]]:
+    """Consecutive days with the same problem text merged into (first, last, text)."""
+    runs: list[tuple[date, date, str]] = []
+    for day, text in days:
+        if runs and runs[-1][2] == text and runs[-1][1] + timedelta(days=1) == day:
+            runs[-1] = (runs[-1][0], day, text)
+        else:
+            runs.append((day, day, text))
+    return runs
+
+
+def _span(first: date, last: date) -> str:
+    if first == last:
+        return first.isoformat()
+    return f"{first.isoformat()}..{last.isoformat()} ({(last - first).days + 1} days)"
+
+
+def landing_gaps(landings: pl.DataFrame, expected: dict[str, list[str]], first: date, end: date) -> list[str]:
+    """One line per cluster and source with days in [first, end) not landed 'ok', e.g.
+    ``cluster 'c1' dcgm: 2026-10-03 failed (ReadError: ...); 2026-10-20..2026-10-31 (12 days) missing``."""
+    found = {(r["cluster"], r["source"], r["day"]): r for r in landings.iter_rows(named=True)}
+    days = [first + timedelta(days=i) for i in range((end - first).days)]
+    lines = []
+    for cluster, sources in expected.items():
+        for source in sources:
+            problems = []
+            for day in days:
+                row = found.get((cluster, source, day))
+                if row is None:
+                    problems.append((day, "missing"))
+                elif row["status"] != OK:
+                    problems.append((day, f"{row['status']} ({row['detail']})" if row["detail"] else row["status"]))
+            if problems:
+                text = "; ".join(f"{_span(a, b)} {why}" for a, b, why in _runs(problems))
+                lines.append(f"cluster {cluster!r} {source}: {text}")
+    return lines
