@@ -37,7 +37,8 @@ class OpenMetricsError(ValueError):
     """The text is not OpenMetrics this reader can take without guessing."""
 
 
-def _lines(path: Path) -> pl.LazyFrame:
+def scan_lines(path: Path) -> pl.LazyFrame:
+    """The file's lines that are not comments, one string column ``line``, lazily."""
     scan = pl.scan_csv(
         path,
         has_header=False,
@@ -155,10 +156,10 @@ def parse_openmetrics(path: str | Path, start: datetime, end: datetime) -> tuple
     path = Path(path)
     if not path.is_file():
         raise OpenMetricsError(f"{path}: not a file")
-    rows = _typed(_fast(_lines(path)), start, end).collect(engine="streaming")
+    rows = _typed(_fast(scan_lines(path)), start, end).collect(engine="streaming")
     mapping = None if rows["bad"].any() else _series(rows["head"].unique())
     if mapping is None:
-        rows = _typed(_slow(_lines(path)), start, end).collect(engine="streaming")
+        rows = _typed(_slow(scan_lines(path)), start, end).collect(engine="streaming")
         _refuse(rows, path)
         mapping = _series(rows["head"].unique())
         if mapping is None:

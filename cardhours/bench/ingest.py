@@ -36,6 +36,7 @@ from cardhours.bench.ingest_report import cpu_model, print_report  # noqa: F401 
 from cardhours.bench.ingest_timers import measure
 from cardhours.bench.prometheus_server import PrometheusHarnessError, PrometheusServer, backfill
 from config import ConfigError, parse_config
+from sources.openmetrics import scan_lines
 from sources.prometheus.decoders import DecoderUnavailable, choose
 
 START = date(2026, 3, 2)  # a whole UTC day (and a 2-hour TSDB block boundary)
@@ -91,15 +92,7 @@ def truncate_openmetrics(source: Path, target: Path, end: datetime) -> int:
 
 
 def count_samples(path: Path) -> int:
-    lines = pl.scan_csv(
-        path,
-        has_header=False,
-        separator="\x00",
-        quote_char=None,
-        comment_prefix="#",
-        new_columns=["line"],
-        schema={"line": pl.String},
-    )
+    lines = scan_lines(path)
     return lines.select(pl.len()).collect().item()
 
 
