@@ -82,7 +82,10 @@ def bench_month_read(minutes: pl.DataFrame, root: Path, days: int, rounds: int) 
             frame = minutes.with_columns(pl.col("minute") + timedelta(days=offset), pl.lit(day).alias("day"))
             partition = {"cluster": CLUSTER, "day": day}
             writes["duckdb_table"] += timed(lambda f=frame, p=partition: replace_partition(conn, table.name, f, p))[0]
-            lake_write = lambda f=frame, p=partition: write_partition(mem, lake, table.lake_table, f, p)  # noqa: E731
+
+            def lake_write(f=frame, p=partition):
+                return write_partition(mem, lake, table.lake_table, f, p)
+
             writes["lake_file"] += timed(lake_write)[0]
         out["write_month_s"] = {name: round(seconds, 2) for name, seconds in writes.items()}
         conn.execute("CHECKPOINT")

@@ -93,7 +93,10 @@ def _json_member(column: str) -> pl.Expr:
 def _workload(columns: set[str], rules: SeriesLabels, renamed: pl.Expr) -> dict[str, list[pl.Expr]]:
     """Per workload column: its candidate values in preference order (the first label, plain
     or ``exported_*`` as the scrape job says, then the older spellings)."""
-    label = lambda name: _label(columns, name)  # noqa: E731
+
+    def label(name):
+        return _label(columns, name)
+
     return {
         column: [
             pl.when(renamed).then(label(RENAMED_PREFIX + names[0])).otherwise(label(names[0])),
@@ -105,7 +108,10 @@ def _workload(columns: set[str], rules: SeriesLabels, renamed: pl.Expr) -> dict[
 
 def _consumed_when(columns: set[str], rules: SeriesLabels, renamed: pl.Expr) -> dict[str, pl.Expr]:
     """Labels a column takes only sometimes -> when it takes them (else they go to extra_labels)."""
-    label = lambda name: _label(columns, name)  # noqa: E731
+
+    def label(name):
+        return _label(columns, name)
+
     when: dict[str, pl.Expr] = {}
     for i, name in enumerate(rules.hostname[1:], start=1):
         when[name] = pl.all_horizontal([label(earlier).is_null() for earlier in rules.hostname[:i]])
@@ -135,7 +141,10 @@ def _extra_labels(columns: set[str], rules: SeriesLabels, renamed: pl.Expr) -> p
 
 def _columns(columns: set[str], rules: SeriesLabels, renamed: pl.Expr) -> dict[str, pl.Expr]:
     """Label column -> its value per series (only the columns the exporter has labels for)."""
-    label = lambda name: _label(columns, name)  # noqa: E731
+
+    def label(name):
+        return _label(columns, name)
+
     out: dict[str, pl.Expr] = {}
     if rules.hostname:
         out["hostname"] = pl.coalesce([label(name) for name in rules.hostname])

@@ -119,7 +119,10 @@ def test_normalize_pivot_screen_compose_on_exporter_like_series() -> None:
         [{"series_id": i, "__name__": metric, **dict.fromkeys(names), **lab} for i, (metric, lab) in enumerate(labels)],
         schema={"series_id": pl.UInt32, "__name__": pl.String, **{n: pl.String for n in names}},
     )
-    at = lambda s: T0 + timedelta(seconds=s)  # noqa: E731
+
+    def at(s):
+        return T0 + timedelta(seconds=s)
+
     samples = pl.DataFrame(
         {
             "series_id": [0, 0, 1, 1, 2, 2, 3, 3, 4],

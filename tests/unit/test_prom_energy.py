@@ -120,7 +120,10 @@ def test_one_row_per_series_and_step_except_where_a_series_resumes_or_the_counte
     long = placed()
     wide = pivot_samples(normalize_series(long.series, DCGM), long.samples)
     step = pl.col("ts").dt.truncate(f"{STEP}s")
-    at = lambda s: T0 + timedelta(seconds=s)  # noqa: E731
+
+    def at(s):
+        return T0 + timedelta(seconds=s)
+
     rows = wide.filter(pl.col("power_w").is_not_null())
     assert rows.select("hostname", "gpu", "hpc_job", step).is_duplicated().sum() == 0
     # Rows keep their step start unless their GPU changed job, or its counter reset, inside the

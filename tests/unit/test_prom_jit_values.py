@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("numba", reason="the compiled decoder is the cardhours[fast] extra")
 
-from sources.prometheus import jit_values  # noqa: E402
+from sources.prometheus import jit_values  # noqa: E402 - after the numba skip above
 
 HIGHEST = np.iinfo(np.int64).max
 

@@ -12,13 +12,13 @@ import pytest
 
 pytest.importorskip("numba", reason="the compiled decoder is the cardhours[fast] extra")
 
-from sources.prometheus.assemble import Assembly, decode_chunk  # noqa: E402
-from sources.prometheus.chunks import SeriesIndex  # noqa: E402
-from sources.prometheus.decode import DecodeError  # noqa: E402
-from sources.prometheus.merge import Merger  # noqa: E402
-from sources.prometheus.place import decode_placed, key_order, place, scan  # noqa: E402
-from sources.prometheus.plan import Request  # noqa: E402
-from sources.prometheus.scratch import Scratch  # noqa: E402
+from sources.prometheus.assemble import Assembly, decode_chunk  # noqa: E402 - after the numba skip above
+from sources.prometheus.chunks import SeriesIndex  # noqa: E402 - after the numba skip above
+from sources.prometheus.decode import DecodeError  # noqa: E402 - after the numba skip above
+from sources.prometheus.merge import Merger  # noqa: E402 - after the numba skip above
+from sources.prometheus.place import decode_placed, key_order, place, scan  # noqa: E402 - after the numba skip above
+from sources.prometheus.plan import Request  # noqa: E402 - after the numba skip above
+from sources.prometheus.scratch import Scratch  # noqa: E402 - after the numba skip above
 
 S = 1000  # ms per second
 

@@ -131,7 +131,10 @@ def quarantine_rows(events: pl.DataFrame, partition_key: str, source: str) -> pl
         .then(pl.format("{} below {} (min {})", "field", pl.col("field").replace_strict(bound["low"]), "low"))
         .otherwise(pl.col("reason"))
     )
-    text = lambda c: pl.col(c).cast(pl.String()).fill_null("-")  # noqa: E731
+
+    def text(c):
+        return pl.col(c).cast(pl.String()).fill_null("-")
+
     optional = [pl.when(pl.col(c).is_not_null()).then(pl.format(" {}={}", pl.lit(c), c)) for c in K8S_LABELS]
     always = map(text, ("hostname", "gpu", "uuid", "gpu_i_id", "hpc_job"))
     location = pl.concat_str(
@@ -143,7 +146,10 @@ def quarantine_rows(events: pl.DataFrame, partition_key: str, source: str) -> pl
     example = pl.col("example").cast(pl.String())
     quoted = pl.concat_str(pl.lit('"'), example, pl.lit('"'))  # NaN/inf are not JSON numbers
     example = pl.when(pl.col("example").is_finite()).then(example).otherwise(quoted)
-    iso = lambda c: pl.col(c).dt.to_string("%Y-%m-%dT%H:%M:%S%.f").alias(c)  # noqa: E731
+
+    def iso(c):
+        return pl.col(c).dt.to_string("%Y-%m-%dT%H:%M:%S%.f").alias(c)
+
     rest = pl.struct(pl.col("extra_labels").fill_null("{}"), iso("first_ts"), iso("last_ts")).struct.json_encode()
     payload = pl.concat_str(pl.lit('{"example_value":'), example, pl.lit(","), rest.str.strip_prefix("{"))
     return (

@@ -82,7 +82,9 @@ def _split(lines: pl.DataFrame) -> pl.DataFrame:
 
 
 def _priced(lines: pl.DataFrame, partitions: pl.DataFrame, qos: pl.DataFrame) -> pl.DataFrame:
-    factor = lambda name: to_scaled_int(pl.col(name).cast(PRICE), 6)  # noqa: E731
+    def factor(name):
+        return to_scaled_int(pl.col(name).cast(PRICE), 6)
+
     lines = (
         lines.join(partitions.rename({"multiplier": "_pm"}), on="partition_name", how="left")
         .join(qos.rename({"multiplier": "_qm"}), on="qos", how="left")

@@ -137,8 +137,13 @@ def mart_chargeback_reconciliation(
     """SCHEMA rows for ``month``. ``focus``/``jobs``: every fct_chargeback_focus row and
     fct_chargeback_jobs line of the charge month; ``job_usage``: its fct_job_usage rows;
     ``capacity``: cluster, gpu_model, capacity_gpu_hours (float) as given to int_charge_idle."""
-    q = lambda kind: to_scaled_int(pl.col("PricingQuantity"), 6).filter(pl.col("x_ChargeKind") == kind).sum()  # noqa: E731
-    c = lambda cond: to_scaled_int(pl.col("BilledCost"), 2).filter(cond).sum()  # noqa: E731
+
+    def q(kind):
+        return to_scaled_int(pl.col("PricingQuantity"), 6).filter(pl.col("x_ChargeKind") == kind).sum()
+
+    def c(cond):
+        return to_scaled_int(pl.col("BilledCost"), 2).filter(cond).sum()
+
     totals = focus.group_by("cluster").agg(
         q("usage").alias("_charged"),
         q("idle_capacity").alias("_idle"),
@@ -161,8 +166,13 @@ def mart_chargeback_reconciliation(
     ):
         rows = rows.join(part, on="cluster", how="left")
     rows = rows.fill_null(0)
-    dec6 = lambda name: scaled_decimal(pl.col(name), 6)  # noqa: E731
-    dec2 = lambda name: scaled_decimal(pl.col(name), 2)  # noqa: E731
+
+    def dec6(name):
+        return scaled_decimal(pl.col(name), 6)
+
+    def dec2(name):
+        return scaled_decimal(pl.col(name), 2)
+
     return (
         rows.with_columns(
             pl.lit(month).alias("month"),

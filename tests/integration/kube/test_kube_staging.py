@@ -119,7 +119,10 @@ def test_dcgm_samples_name_the_pod_also_when_exported(cluster: ClusterConfig, tr
     on_exported = held.filter(pl.col("hostname").is_in(["kgpu-003", "kgpu-004"]))
     assert on_exported.height > 0 and (on_exported["extra_labels"].str.contains('"job":"dcgm-exporter"')).all()
     sampled = held.group_by("namespace", "pod").agg(seconds=pl.len() * STEP)
-    clip = lambda c: pl.min_horizontal(pl.max_horizontal(pl.col(c), pl.lit(T0)), pl.lit(day_end))  # noqa: E731
+
+    def clip(c):
+        return pl.min_horizontal(pl.max_horizontal(pl.col(c), pl.lit(T0)), pl.lit(day_end))
+
     truth_day = truth.filter(pl.col("start_time").is_not_null()).with_columns(
         expect=(clip("end_time").fill_null(pl.lit(day_end)) - clip("start_time")).dt.total_seconds()
         * pl.col("gpu_slots")
