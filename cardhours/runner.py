@@ -19,6 +19,7 @@ from dagster import DagsterEventType, DagsterInstance, ExecuteInProcessResult
 from config import Config
 from pipelines.assets.gate import GATE_STEP
 from pipelines.definitions import build_definitions
+from pipelines.errors import asset_error
 from pipelines.partitions import days_of_month, month_key
 from pipelines.store import open_warehouse
 from warehouse.lock import hold_warehouse
@@ -56,9 +57,7 @@ def _failure_text(result: ExecuteInProcessResult) -> str:
         error = getattr(event.event_specific_data, "error", None)
         if error is None or not (event.is_step_failure or event.is_resource_init_failure):
             continue
-        while error.cause is not None:  # Dagster's wrappers around the asset's exception
-            error = error.cause
-        text = _FAILURE_PREFIX.sub("", error.message.strip())
+        text = _FAILURE_PREFIX.sub("", asset_error(error).message.strip())
         where = f"step {event.step_key}" if event.step_key else "resources"
         return "\n".join([f"{where}: {text}", *failed_checks])
     return "\n".join(failed_checks) or "unknown failure (see the Dagster logs)"

@@ -7,6 +7,7 @@ from config.inventory import MIG_SLICES_PER_GPU, MigProfileSpec, parse_mig_profi
 from config.load import EXAMPLE_CONFIG, load_config, parse_config
 from config.models import (
     AccountMapping,
+    AlertsConfig,
     CloseConfig,
     ClusterConfig,
     Config,
@@ -23,6 +24,7 @@ from config.models import (
     RatesConfig,
     ReportsConfig,
     SlurmConfig,
+    SmtpConfig,
     WarehouseConfig,
 )
 from config.org import UNMAPPED
@@ -36,6 +38,7 @@ __all__ = [
     "NAMESPACES_SCHEMA",
     "UNMAPPED",
     "AccountMapping",
+    "AlertsConfig",
     "CloseConfig",
     "ClusterConfig",
     "Config",
@@ -55,6 +58,7 @@ __all__ = [
     "RatesConfig",
     "ReportsConfig",
     "SlurmConfig",
+    "SmtpConfig",
     "WarehouseConfig",
     "load_config",
     "parse_config",

@@ -15,6 +15,7 @@ Loc = tuple[str | int, ...]
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class StrictModel(BaseModel):
@@ -77,6 +78,12 @@ def _check_slug(value: str) -> str:
     return value
 
 
+def _check_env_name(value: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise ValueError("must be the name of an environment variable (letters, digits, '_'), never the secret itself")
+    return value
+
+
 def _check_text(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")
@@ -100,6 +107,8 @@ def _resolve_path(value: Path, info: ValidationInfo) -> Path:
 
 Slug = Annotated[str, AfterValidator(_check_slug)]
 Text = Annotated[str, AfterValidator(_check_text)]
+# The name of the environment variable holding a secret (a token, a password), never the secret.
+EnvVarName = Annotated[str, AfterValidator(_check_env_name)]
 ConfigPath = Annotated[Path, Field(strict=False), BeforeValidator(_reject_empty_path), AfterValidator(_resolve_path)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]

@@ -19,6 +19,7 @@ def cross_check(config: Config) -> list[tuple[Loc, str]]:
         *_hardware(config),
         *_mapping_clusters(config),
         *_quotas(config),
+        *_mail(config),
     ]
 
 
@@ -99,3 +100,10 @@ def _quotas(config: Config) -> list[tuple[Loc, str]]:
             )
         )
     return problems
+
+
+def _mail(config: Config) -> list[tuple[Loc, str]]:
+    """E-mail alerts need a relay to send through."""
+    if config.alerts is not None and config.alerts.recipients and config.smtp is None:
+        return [(("smtp",), "required section is missing: [alerts] recipients need [smtp] (host, from_address)")]
+    return []

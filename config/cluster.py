@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from config.base import (
     ConfigPath,
+    EnvVarName,
     Loc,
     NonNegativeInt,
     PositiveFloat,
@@ -25,7 +26,6 @@ from config.urls import url_problem
 from contracts.exporters import DEFAULT_EXPORTER, EXPORTERS
 
 DEFAULT_STEP_SECONDS = 30  # dcgm-exporter's and the simulator's usual sample spacing
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _METRIC_NAME = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*$")
 
 
@@ -59,9 +59,9 @@ class PrometheusConfig(StrictModel):
     """The Prometheus-compatible HTTP API serving the exporter's series."""
 
     url: str
-    bearer_token_env: str | None = None
-    basic_auth_user_env: str | None = None
-    basic_auth_password_env: str | None = None
+    bearer_token_env: EnvVarName | None = None
+    basic_auth_user_env: EnvVarName | None = None
+    basic_auth_password_env: EnvVarName | None = None
     verify_tls: bool = True
     ca_bundle: ConfigPath | None = None
     step_seconds: PositiveInt = DEFAULT_STEP_SECONDS
@@ -88,15 +88,6 @@ class PrometheusConfig(StrictModel):
     def _http_url(cls, value: str) -> str:
         if (problem := url_problem(value)) is not None:
             raise ValueError(problem)
-        return value
-
-    @field_validator("bearer_token_env", "basic_auth_user_env", "basic_auth_password_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        if value is not None and not _ENV_NAME.match(value):
-            raise ValueError(
-                "must be the name of an environment variable (letters, digits, '_'), never the secret itself"
-            )
         return value
 
     @field_validator("selector")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator, model_validator
 
+from config.alerts import AlertsConfig, SmtpConfig
 from config.base import ConfigPath, StrictModel, raise_problems
 from config.checks import cross_check
 from config.close import CloseConfig
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AccountMapping",
+    "AlertsConfig",
     "CloseConfig",
     "ClusterConfig",
     "Config",
@@ -38,6 +40,7 @@ __all__ = [
     "ReportsConfig",
     "ScheduleConfig",
     "SlurmConfig",
+    "SmtpConfig",
     "WarehouseConfig",
 ]
 
@@ -96,6 +99,8 @@ class Config(StrictModel):
     quotas: QuotasConfig = Field(default_factory=QuotasConfig)
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     close: CloseConfig = Field(default_factory=CloseConfig)
+    smtp: SmtpConfig | None = None
+    alerts: AlertsConfig | None = None
 
     @model_validator(mode="after")
     def _cross_check(self) -> Config:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dagster import Definitions, EnvVar
 
+from pipelines.alerts import ingest_freshness, run_failure_alert
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
 from pipelines.assets.gate import month_landed
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
@@ -64,6 +65,7 @@ def build_definitions(config_path: str | EnvVar) -> Definitions:
         assets=ASSETS,
         jobs=[daily_ingest_job, monthly_review_job],
         schedules=[daily_ingest_schedule, monthly_review_schedule],
+        sensors=[run_failure_alert, ingest_freshness],
         resources={"cardhours": CardhoursResource(config_path=config_path)},
     )
 

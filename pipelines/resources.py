@@ -37,8 +37,8 @@ class CardhoursResource(ConfigurableResource):
     _locked: bool = PrivateAttr(default=False)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        if _lake_only(context):
-            return
+        if context.run is None or _lake_only(context):
+            return  # a schedule or sensor tick (no run), or a run of lake assets only: no lock
         acquire_warehouse(self.config.warehouse.path, _run_description(context))
         self._locked = True
 

@@ -122,9 +122,26 @@ class FileMetricsSource:
         files = self._files(start, end)
         if not files:
             return pl.DataFrame(schema=RAW_SAMPLE_SCHEMA)
-        scan = pl.scan_parquet(files, hive_partitioning=False)
-        if "cluster" in scan.collect_schema().names():
-            scan = scan.filter(pl.col("cluster") == cluster)
-        scan = scan.drop([c for c in ("cluster", "day") if c in scan.collect_schema().names()])
-        window = (pl.col("ts") >= start) & (pl.col("ts") < end)
-        return conform_samples(scan.filter(window), cluster).collect()
+        try:
+            scan = pl.scan_parquet(files, hive_partitioning=False)
+            if "cluster" in scan.collect_schema().names():
+                scan = scan.filter(pl.col("cluster") == cluster)
+            scan = scan.drop([c for c in ("cluster", "day") if c in scan.collect_schema().names()])
+            window = (pl.col("ts") >= start) & (pl.col("ts") < end)
+            return conform_samples(scan.filter(window), cluster).collect()
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            where = _unreadable(files) or self.path
+            raise MetricsSourceError(
+                f"cannot read {self.exporter.title} samples from {where}: {str(exc).splitlines()[0]}; "
+                "replace or remove that file, then rerun the day"
+            ) from exc
+
+
+def _unreadable(files: list[Path]) -> Path | None:
+    """The first of ``files`` whose Parquet footer cannot be read (a truncated or foreign file)."""
+    for path in files:
+        try:
+            pl.read_parquet_schema(path)
+        except (pl.exceptions.PolarsError, OSError):
+            return path
+    return None

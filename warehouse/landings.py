@@ -106,6 +106,15 @@ def month_landings(conn: duckdb.DuckDBPyConnection, first: date, end: date) -> p
     )
 
 
+def newest_landings(conn: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Per cluster and source: the newest ``landed_at`` of an 'ok' landing (any day)."""
+    return read_frame(
+        conn,
+        "SELECT cluster, source, max(landed_at) AS landed_at FROM meta.landings WHERE status = ? GROUP BY ALL",
+        [OK],
+    )
+
+
 def start_build(
     conn: duckdb.DuckDBPyConnection,
     month: date,

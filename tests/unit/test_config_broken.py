@@ -229,6 +229,16 @@ BROKEN = [
         f"{NG1}.mig_layout",
         "a GPU can count for at most 1.0",
     ),
+    # mail and alerts
+    ("smtp-address", [put("smtp.from_address", "Ops <ops@example.org>")], "smtp.from_address", "not an e-mail"),
+    ("smtp-secret-in-file", [put("smtp.password_env", "hunter2!")], "smtp.password_env", "never the secret"),
+    ("smtp-half-login", [drop("smtp.password_env")], "smtp.password_env", "needs both the user and the password"),
+    ("smtp-port", [put("smtp.port", 70000)], "smtp.port", "less than or equal to 65535"),
+    ("smtp-security", [put("smtp.security", "tls")], "smtp.security", "'starttls', 'ssl' or 'none'"),
+    ("alerts-without-smtp", [drop("smtp")], "smtp", "[alerts] recipients need [smtp]"),
+    ("alerts-nowhere", [put("alerts.recipients", [])], "alerts.recipients", "need recipients, or webhook_url_env"),
+    ("alerts-recipient", [put("alerts.recipients", ["ops"])], "alerts.recipients[0]", "not an e-mail address"),
+    ("alerts-ui-url", [put("alerts.ui_url", "dagster.example.org")], "alerts.ui_url", ""),
     # rates and quotas
     ("currency-lowercase", [put("rates.currency", "eur")], "rates.currency", "3-letter uppercase ISO 4217"),
     ("currency-long", [put("rates.currency", "EURO")], "rates.currency", "ISO 4217"),

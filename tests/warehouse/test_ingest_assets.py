@@ -191,13 +191,15 @@ def test_a_failed_read_is_recorded_as_a_failed_landing(tmp_path: Path) -> None:
     (tmp_path / "metrics" / f"day={PARTITION}" / "part-0.parquet").write_bytes(b"PAR1 broken")
     assert not run(config, [raw_dcgm_samples]).success
     landing = query(config, "SELECT source, rows, status, detail FROM meta.landings")
+    broken = tmp_path / "metrics" / f"day={PARTITION}" / "part-0.parquet"
     assert landing.rows() == [
         (
             "dcgm",
             None,
             "failed",
-            "ComputeError: parquet: File out of specification: "
-            "A Parquet file must contain a header and footer with at least 12 bytes",
+            f"MetricsSourceError: cannot read dcgm-exporter samples from {broken}: parquet: File out of "
+            "specification: A Parquet file must contain a header and footer with at least 12 bytes; "
+            "replace or remove that file, then rerun the day",
         )
     ]
 

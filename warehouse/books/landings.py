@@ -9,7 +9,8 @@ section, ``kube`` with a ``[clusters.kubernetes]`` one. The monthly job's gate
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 
 import polars as pl
 
@@ -19,7 +20,7 @@ from transforms.helpers.dcgm_quality import SOURCE as DCGM
 from warehouse.landings import OK
 
 SACCT = "sacct"
-__all__ = ["DCGM", "KUBE", "SACCT", "expected_sources", "landing_gaps"]
+__all__ = ["DCGM", "KUBE", "SACCT", "Stale", "expected_sources", "landing_gaps", "stale_sources"]
 
 
 def expected_sources(config: Config) -> dict[str, list[str]]:
@@ -66,3 +67,25 @@ def landing_gaps(landings: pl.DataFrame, expected: dict[str, list[str]], first: 
                 text = "; ".join(f"{_span(a, b)} {why}" for a, b, why in _runs(problems))
                 lines.append(f"cluster {cluster!r} {source}: {text}")
     return lines
+
+
+@dataclass(frozen=True)
+class Stale:
+    """A cluster's source with no 'ok' landing since ``since`` (``newest`` None: never landed)."""
+
+    cluster: str
+    source: str
+    newest: datetime | None
+
+
+def stale_sources(newest: pl.DataFrame, expected: dict[str, list[str]], since: datetime) -> list[Stale]:
+    """The expected (cluster, source) pairs whose newest 'ok' landing (``newest``: cluster,
+    source, landed_at) is before ``since``, or that never landed."""
+    found = {(r["cluster"], r["source"]): r["landed_at"] for r in newest.iter_rows(named=True)}
+    stale = []
+    for cluster, sources in expected.items():
+        for source in sources:
+            landed = found.get((cluster, source))
+            if landed is None or landed < since:
+                stale.append(Stale(cluster, source, landed))
+    return stale
