@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cardhours.cli_ledger import close, ledger_app
-from cardhours.cli_support import BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
+from cardhours.cli_support import ALL_DAYS, BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
 from config import Config
 
 app = typer.Typer(help="GPU utilization analytics and chargeback.", no_args_is_help=True, add_completion=False)
@@ -37,11 +37,31 @@ def _progress() -> Progress:
 
 
 @config_app.command("check")
-def config_check(path: Annotated[Path, typer.Argument(help="The TOML config file.")]) -> None:
+def config_check(
+    path: Annotated[Path, typer.Argument(help="The TOML config file.")],
+    online: Annotated[
+        bool,
+        typer.Option(
+            "--online",
+            help="Also ask each Prometheus its retention, and warn when the oldest month still open "
+            "for corrections reaches back before it (exit 1 when a server does not answer).",
+        ),
+    ] = False,
+) -> None:
     """Validate a config file; exit 2 with the bad keys named when it is invalid."""
     config = _load_or_exit(path)
     names = ", ".join(c.name for c in config.clusters)
     out.print(f"{path}: valid ({len(config.clusters)} cluster(s): {names})", highlight=False)
+    if online:
+        from cardhours.cli_online import online_lines
+        from pipelines.landing import utc_now
+
+        lines = online_lines(config, utc_now())
+        for line in lines:
+            style = {"ok": "", "warning": "[yellow]warning[/yellow]: ", "error": "[red]error[/red]: "}[line.level]
+            (out if line.level == "ok" else console).print(style + line.text, highlight=False)
+        if any(line.level == "error" for line in lines):
+            raise typer.Exit(1)
 
 
 @app.command()
@@ -100,16 +120,65 @@ def run(
             callback=reason_option,
         ),
     ] = None,
+    reingest: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--reingest",
+            help="Read this day (YYYY-MM-DD) from the sources again although it landed; 'all' for every "
+            "day of the month. Repeat for several days.",
+            metavar="DAY|all",
+        ),
+    ] = None,
+    marts_only: Annotated[
+        bool, typer.Option("--marts-only", help="Read no source: rebuild the marts and reports from what has landed.")
+    ] = False,
 ) -> None:
-    """Materialize every asset of a month through Dagster and print where the outputs went.
+    """Land the month's days that have not landed, rebuild its marts and reports through Dagster,
+    and print where the outputs went.
 
-    A failed day stops it before the monthly build (exit 1, the day named); exit 75 if the
-    warehouse is busy."""
+    Days that landed successfully are not read again (--reingest reads them). A failed day
+    stops it before the monthly build (exit 1, the day named); exit 75 if the warehouse is busy."""
     settings = _load_or_exit(config)
-    _run_month(config, settings, month, accept_gaps)
+    days = _reingest_days(month, reingest or [], marts_only)
+    _run_month(config, settings, month, accept_gaps, days, marts_only)
 
 
-def _run_month(config_path: Path, settings: Config, month: str, accept_gaps: str | None = None) -> None:
+def _reingest_days(month: str, values: list[str], marts_only: bool) -> list[str]:
+    """The --reingest values checked: 'all' or days of ``month`` (exit 2 naming the bad one)."""
+    if values and marts_only:
+        raise typer.BadParameter("--marts-only reads no source: leave out --reingest", param_hint="--reingest")
+    for value in values:
+        if value != ALL_DAYS and not (value.startswith(month + "-") and _is_date(value)):
+            raise typer.BadParameter(
+                f"{value!r} is not a day of {month} (YYYY-MM-DD) or 'all'", param_hint="--reingest"
+            )
+    return values
+
+
+def _is_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return len(text) == 10
+
+
+def _days_line(outputs) -> str:
+    """``31 days ingested`` or ``2 days ingested, 29 already landed (not read again: --reingest)``."""
+    text = f"{len(outputs.ingested)} day{'s' if len(outputs.ingested) != 1 else ''} ingested"
+    if outputs.already_landed:
+        text += f", {outputs.already_landed} already landed (not read again; --reingest DAY|all reads them)"
+    return text
+
+
+def _run_month(
+    config_path: Path,
+    settings: Config,
+    month: str,
+    accept_gaps: str | None = None,
+    reingest: list[str] | None = None,
+    marts_only: bool = False,
+) -> None:
     from cardhours.runner import RunFailed, run_month
     from warehouse import WarehouseBusy
 
@@ -120,14 +189,22 @@ def _run_month(config_path: Path, settings: Config, month: str, accept_gaps: str
             progress.update(task, description=stage, completed=done, total=total)
 
         try:
-            outputs = run_month(config_path, settings, month, progress=report, accept_gaps=accept_gaps)
+            outputs = run_month(
+                config_path,
+                settings,
+                month,
+                progress=report,
+                accept_gaps=accept_gaps,
+                reingest=reingest or [],
+                marts_only=marts_only,
+            )
         except RunFailed as exc:
             console.print(f"[red]run failed[/red]: {exc}", highlight=False)
             raise typer.Exit(1) from exc
         except WarehouseBusy as exc:
             console.print(f"[red]not run[/red]: {exc}", highlight=False)
             raise typer.Exit(BUSY_EXIT) from exc
-    out.print(f"month {outputs.month}: {outputs.days} daily partitions + monthly marts", highlight=False)
+    out.print(f"month {outputs.month}: {_days_line(outputs)} + monthly marts", highlight=False)
     for failed in outputs.failed_days:
         out.print(f"  built over a failed day ({accept_gaps}): {failed}", highlight=False)
     month_dir = outputs.review.parent

@@ -18,6 +18,8 @@ console = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 BUSY_EXIT = 75  # EX_TEMPFAIL: another process holds the warehouse; try again later
 
+ALL_DAYS = "all"  # cardhours run --reingest all: every day of the month
+
 
 def load_or_exit(path: Path) -> Config:
     try:

@@ -1,4 +1,10 @@
-"""Run a month through Dagster: every daily ingest partition, then the monthly marts and reports.
+"""Run a month through Dagster: the daily ingest partitions, then the monthly marts and reports.
+
+Incremental: a day that already landed 'ok' for every cluster and source (meta.landings) is not
+read again unless the caller asks for it (``reingest``: some days, or every day); with
+``marts_only`` no day is read and the monthly job rebuilds from what has landed. So a rerun of a
+landed month asks no source anything, and a source that has since lost the data (a Prometheus
+past its retention) cannot replace the landed rows.
 
 The whole month runs under the warehouse lock (warehouse/lock.py), taken here before the first
 day and held to the end; the jobs' steps run in this process and re-enter it. A failed day stops
@@ -10,18 +16,22 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date, timedelta
 from pathlib import Path
 
 from dagster import DagsterEventType, DagsterInstance, ExecuteInProcessResult
 
+from cardhours.cli_support import ALL_DAYS
 from config import Config
 from pipelines.assets.gate import GATE_STEP
 from pipelines.definitions import build_definitions
 from pipelines.errors import asset_error
 from pipelines.partitions import days_of_month, month_key
-from pipelines.store import open_warehouse
+from pipelines.store import open_lake, open_warehouse
+from warehouse.books.landings import expected_sources, landed_days
+from warehouse.landings import month_landings
 from warehouse.lock import hold_warehouse
 
 _FAILURE_PREFIX = re.compile(r"^dagster\.\S+: ")  # Dagster's exception class (a dagster.Failure's text is the message)
@@ -38,8 +48,13 @@ class MonthOutputs:
     warehouse: Path
     reports_dir: Path
     review: Path
-    days: int
+    days: int  # days of the month
+    ingested: tuple[str, ...] = ()  # the days read from the sources by this run
     failed_days: tuple[str, ...] = ()
+
+    @property
+    def already_landed(self) -> int:
+        return self.days - len(self.ingested)
 
 
 def _instance() -> DagsterInstance:
@@ -84,8 +99,11 @@ def run_month(
     month: str,
     progress: Callable[[str, int, int], None] | None = None,
     accept_gaps: str | None = None,
+    reingest: Sequence[str] = (),
+    marts_only: bool = False,
 ) -> MonthOutputs:
-    """Materialize all assets for ``month`` (``YYYY-MM``) and return where the outputs went.
+    """Land the month's days that have not landed (and the ``reingest`` days: ISO dates, or
+    ``"all"``), then build the marts and reports of ``month`` (``YYYY-MM``); where outputs went.
     Raises ``RunFailed`` (a day or the monthly build failed) or ``WarehouseBusy``."""
     definitions = build_definitions(str(config_path))
     daily = definitions.resolve_job_def("daily_ingest")
@@ -93,13 +111,14 @@ def run_month(
     days = days_of_month(month)
     with hold_warehouse(config.warehouse.path, f"cardhours run --month {month}"), _instance() as instance:
         _refresh(config)  # an older warehouse's day tables move to the lake before any day lands
+        todo = [] if marts_only else days_to_ingest(config, days, reingest)
         try:
-            failed = _run_days(daily, days, instance, progress, accept_gaps, month)
+            failed = _run_days(daily, todo, instance, progress, accept_gaps, month)
         finally:
             _refresh(config)  # the DuckDB file's views see every day landed, even when one failed
-        total = len(days) + 1
+        total = len(todo) + 1
         if progress:
-            progress(f"marts and reports {month}", len(days), total)
+            progress(f"marts and reports {month}", len(todo), total)
         gate = {"ops": {GATE_STEP: {"config": {"accept_gaps": accept_gaps}}}} if accept_gaps else {}
         problem = _attempt(monthly, month_key(month), instance, gate)
         if problem:
@@ -107,9 +126,22 @@ def run_month(
         if progress:
             progress("done", total, total)
     reports_dir = config.reports.dir
-    return MonthOutputs(
-        month, config.warehouse.path, reports_dir, reports_dir / month / "review.html", len(days), tuple(failed)
-    )
+    review = reports_dir / month / "review.html"
+    return MonthOutputs(month, config.warehouse.path, reports_dir, review, len(days), tuple(todo), tuple(failed))
+
+
+def days_to_ingest(config: Config, days: list[str], reingest: Sequence[str]) -> list[str]:
+    """``days`` minus those landed 'ok' for every cluster and source, plus the ``reingest`` ones."""
+    if ALL_DAYS in reingest:
+        return list(days)
+    first, end = date.fromisoformat(days[0]), date.fromisoformat(days[-1]) + timedelta(days=1)
+    conn = open_lake(config)
+    try:
+        landings = month_landings(conn, first, end)
+    finally:
+        conn.close()
+    landed = {day.isoformat() for day in landed_days(landings, expected_sources(config), first, end)}
+    return [day for day in days if day not in landed or day in reingest]
 
 
 def _run_days(

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
-from warehouse.landings import FAILED, OK, Landing
+from warehouse.landings import FAILED, OK, Landing, read_landing
 
 if TYPE_CHECKING:
     from pipelines.store import Store
@@ -36,13 +36,18 @@ def landed(
 
 @contextmanager
 def failure_recorded(store: Store, cluster: str, day: date, source: str) -> Iterator[None]:
-    """Run one cluster's landing; if it raises, record the day as 'failed' (with the error) and re-raise."""
+    """Run one cluster's landing; if it raises, record the day as 'failed' (with the error) and
+    re-raise. A day that had landed 'ok' keeps that landing: its rows are untouched (a partition
+    is replaced only after a successful read), so a failed re-read changes nothing but the run's
+    outcome."""
     try:
         yield
     except Exception as exc:
         text = " ".join(f"{type(exc).__name__}: {exc}".split())[:DETAIL_CHARS]
         try:
-            store.land(Landing(cluster, day, source, utc_now(), FAILED, detail=text))
+            earlier = read_landing(store.conn, store.lake, cluster, day, source)
+            if earlier is None or earlier.status != OK:
+                store.land(Landing(cluster, day, source, utc_now(), FAILED, detail=text))
         except Exception:  # noqa: BLE001 - the lake itself failed: the original error is the one to raise
             pass
         raise

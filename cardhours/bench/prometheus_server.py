@@ -99,11 +99,14 @@ class PrometheusServer:
     def command(self, port: int) -> list[str]:
         config = self.workdir / "prometheus.yml"
         config.write_text(CONFIG)
+        # Back-filled history is years old: keep it, unless the caller sets a retention itself
+        # (Prometheus refuses a flag given twice).
+        own = any(arg.startswith("--storage.tsdb.retention") for arg in self.extra_args)
         return [
             binary("prometheus"),
             f"--config.file={config}",
             f"--storage.tsdb.path={self.data_dir}",
-            "--storage.tsdb.retention.time=100y",
+            *([] if own else ["--storage.tsdb.retention.time=100y"]),
             f"--web.listen-address=127.0.0.1:{port}",
             *self.extra_args,
         ]

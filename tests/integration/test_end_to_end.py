@@ -65,7 +65,8 @@ def month_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert first.exit_code == 0, first.output
     database = next((root / "sim").glob("*.duckdb"))
     snapshot = _snapshot(database)
-    second = runner.invoke(app, ["run", "--config", str(config), "--month", MONTH])
+    # every day read again and rewritten: partition writes are idempotent
+    second = runner.invoke(app, ["run", "--config", str(config), "--month", MONTH, "--reingest", "all"])
     assert second.exit_code == 0, second.output
     return {"root": root, "config": config, "database": database, "first": snapshot, "output": first.output}
 

@@ -20,7 +20,7 @@ from transforms.helpers.dcgm_quality import SOURCE as DCGM
 from warehouse.landings import OK
 
 SACCT = "sacct"
-__all__ = ["DCGM", "KUBE", "SACCT", "Stale", "expected_sources", "landing_gaps", "stale_sources"]
+__all__ = ["DCGM", "KUBE", "SACCT", "Stale", "expected_sources", "landed_days", "landing_gaps", "stale_sources"]
 
 
 def expected_sources(config: Config) -> dict[str, list[str]]:
@@ -67,6 +67,14 @@ def landing_gaps(landings: pl.DataFrame, expected: dict[str, list[str]], first: 
                 text = "; ".join(f"{_span(a, b)} {why}" for a, b, why in _runs(problems))
                 lines.append(f"cluster {cluster!r} {source}: {text}")
     return lines
+
+
+def landed_days(landings: pl.DataFrame, expected: dict[str, list[str]], first: date, end: date) -> list[date]:
+    """The days in [first, end) on which every expected cluster and source landed 'ok'."""
+    ok = {(r["cluster"], r["source"], r["day"]) for r in landings.iter_rows(named=True) if r["status"] == OK}
+    days = [first + timedelta(days=i) for i in range((end - first).days)]
+    pairs = [(cluster, source) for cluster, sources in expected.items() for source in sources]
+    return [day for day in days if all((cluster, source, day) in ok for cluster, source in pairs)]
 
 
 @dataclass(frozen=True)
