@@ -30,7 +30,7 @@ from pipelines.assets.staging import (
     stg_dcgm__gpu_minutely_asset,
     stg_slurm__jobs_asset,
 )
-from pipelines.jobs import daily_ingest_job, daily_ingest_schedule, monthly_review_job
+from pipelines.jobs import daily_ingest_job, daily_schedule, monthly_review_job
 from pipelines.resources import CardhoursResource
 from pipelines.schedules import monthly_review_schedule
 
@@ -59,12 +59,13 @@ ASSETS = [
 ]
 
 
-def build_definitions(config_path: str | EnvVar) -> Definitions:
-    """All assets, jobs and schedules, bound to one config file."""
+def build_definitions(config_path: str | EnvVar, daily=daily_ingest_job) -> Definitions:
+    """All assets, jobs and schedules, bound to one config file; ``daily`` is the daily job
+    (pipelines/jobs.py ``daily_job``: which executor runs its steps)."""
     return Definitions(
         assets=ASSETS,
-        jobs=[daily_ingest_job, monthly_review_job],
-        schedules=[daily_ingest_schedule, monthly_review_schedule],
+        jobs=[daily, monthly_review_job],
+        schedules=[daily_schedule(daily), monthly_review_schedule],
         sensors=[run_failure_alert, ingest_freshness],
         resources={"cardhours": CardhoursResource(config_path=config_path)},
     )

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from dagster import AssetSelection, build_schedule_from_partitioned_job, define_asset_job, in_process_executor
+from dagster import (
+    AssetSelection,
+    ExecutorDefinition,
+    ScheduleDefinition,
+    build_schedule_from_partitioned_job,
+    define_asset_job,
+    in_process_executor,
+)
 
 from config.schedule import DAILY_INGEST_UTC
 from pipelines.partitions import PARTITIONS_START
@@ -23,12 +30,23 @@ DAILY_GROUPS = AssetSelection.assets(*asset_keys(DAY))  # every daily asset: the
 MONTHLY_GROUPS = AssetSelection.assets(*asset_keys(MONTH))  # every monthly asset, from the gate to the reports
 
 DAILY_JOB = "daily_ingest"
-daily_ingest_job = define_asset_job(
-    DAILY_JOB,
-    selection=DAILY_GROUPS,
-    description="Land one UTC day of DCGM samples and sacct rows; roll the samples up per hour and minute; "
-    "record field presence.",
-)
+DAILY_CELERY_JOB = "daily_ingest_celery"  # the same assets, steps on Celery workers (pipelines/celery_definitions.py)
+LAKE_ONLY_JOBS = frozenset({DAILY_JOB, DAILY_CELERY_JOB})  # their runs never open the DuckDB file
+
+
+def daily_job(name: str = DAILY_JOB, executor_def: ExecutorDefinition | None = None):
+    """The daily assets as a job named ``name`` (one of ``LAKE_ONLY_JOBS``), its steps run by
+    ``executor_def`` (default: Dagster's multiprocess executor, each step a process on this host)."""
+    return define_asset_job(
+        name,
+        selection=DAILY_GROUPS,
+        description="Land one UTC day of DCGM samples and sacct rows; roll the samples up per hour and minute; "
+        "record field presence.",
+        executor_def=executor_def,
+    )
+
+
+daily_ingest_job = daily_job()
 
 monthly_review_job = define_asset_job(
     "monthly_review",
@@ -38,10 +56,13 @@ monthly_review_job = define_asset_job(
     tags=WAREHOUSE_WRITER,
 )
 
-# 02:30 UTC: the previous day is complete in Prometheus and in slurmdbd.
-daily_ingest_schedule = build_schedule_from_partitioned_job(
-    daily_ingest_job, hour_of_day=DAILY_INGEST_UTC.hour, minute_of_hour=DAILY_INGEST_UTC.minute
-)
+
+def daily_schedule(job) -> ScheduleDefinition:
+    """``job`` (a daily job) at 02:30 UTC for the day before: by then the day is complete in
+    Prometheus and in slurmdbd."""
+    return build_schedule_from_partitioned_job(
+        job, hour_of_day=DAILY_INGEST_UTC.hour, minute_of_hour=DAILY_INGEST_UTC.minute
+    )
 
 
 def review_month_key(execution_time: datetime) -> str | None:

@@ -10,6 +10,8 @@
 #   uses this binary: no browser download) and must render without console errors.
 #   postgresql: the production Dagster instance (deploy/dagster.yaml) is tested against a real
 #   PostgreSQL (tests/support/postgres.py: initdb into a temp directory, run as the `postgres` user).
+#   redis-server: the Celery broker and result backend of the daily ingest on workers
+#   (tests/support/redis.py starts its own on a loopback port; the package's service stays off).
 set -euo pipefail
 missing=()
 need() {  # need COMMAND PACKAGE: install PACKAGE when COMMAND is not on the PATH
@@ -25,6 +27,7 @@ need munged munge
 need mariadb-install-db mariadb-server
 need chromium chromium
 need victoria-metrics victoria-metrics
+need redis-server redis-server
 # PostgreSQL's server binaries live in /usr/lib/postgresql/<major>/bin, off the PATH.
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || missing+=(postgresql)
 if [ ${#missing[@]} -eq 0 ]; then
@@ -35,7 +38,7 @@ sudo_cmd=""
 echo "installing Debian packages for the integration tests: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $sudo_cmd apt-get update -qq
-# Debian's prometheus, victoria-metrics, munge, mariadb, postgresql and slurm packages would start daemons from their
+# Debian's prometheus, victoria-metrics, munge, mariadb, postgresql, redis and slurm packages would start daemons from their
 # init scripts; a policy-rc.d that exits 101 stops that (removed again if we created it).
 if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' | $sudo_cmd tee /usr/sbin/policy-rc.d >/dev/null

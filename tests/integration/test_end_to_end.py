@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import date
 from pathlib import Path
 
@@ -12,27 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cardhours.cli import app
+from tests.support.warehouse_read import table_digests
 
 pytestmark = [pytest.mark.slow]
 
 MONTH = "2026-10"
-TABLES = [
-    "raw.dcgm_samples",
-    "raw.slurm_sacct",
-    "raw.quarantine",
-    "staging.stg_dcgm__gpu_hourly",
-    "staging.stg_slurm__jobs",
-    "marts.fct_job_usage",
-    "marts.fct_gpu_hourly",
-    "marts.mart_department_monthly",
-    "marts.mart_cluster_monthly",
-    "intermediate.int_gpu_minutes_attributed",
-    "marts.fct_job_flags",
-    "marts.mart_user_monthly",
-    "marts.fct_chargeback_jobs",
-    "marts.fct_chargeback_focus",
-    "marts.mart_chargeback_reconciliation",
-]
 
 
 @pytest.fixture(scope="module")
@@ -64,26 +47,11 @@ def month_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     first = runner.invoke(app, ["run", "--config", str(config), "--month", MONTH])
     assert first.exit_code == 0, first.output
     database = next((root / "sim").glob("*.duckdb"))
-    snapshot = _snapshot(database)
+    snapshot = table_digests(database)
     # every day read again and rewritten: partition writes are idempotent
     second = runner.invoke(app, ["run", "--config", str(config), "--month", MONTH, "--reingest", "all"])
     assert second.exit_code == 0, second.output
     return {"root": root, "config": config, "database": database, "first": snapshot, "output": first.output}
-
-
-def _snapshot(database: Path) -> dict[str, str]:
-    """A digest of every table's rows in a canonical order."""
-    conn = duckdb.connect(str(database), read_only=True)
-    try:
-        digests = {}
-        for table in TABLES:
-            frame = conn.sql(f"SELECT * FROM {table}").pl()  # table names from the fixed list above
-            frame = frame.with_columns(pl.col(pl.List(pl.String)).list.join(","), pl.col(pl.Binary).bin.encode("hex"))
-            ordered = frame.sort(frame.columns, nulls_last=True)
-            digests[table] = hashlib.sha256(ordered.write_csv().encode()).hexdigest()
-        return digests
-    finally:
-        conn.close()
 
 
 def _read(database: Path, sql: str) -> pl.DataFrame:
@@ -110,7 +78,7 @@ def test_outputs_are_printed_and_written(month_run: dict) -> None:
 
 
 def test_rerun_gives_identical_rows(month_run: dict) -> None:
-    assert _snapshot(month_run["database"]) == month_run["first"]
+    assert table_digests(month_run["database"]) == month_run["first"]
 
 
 def test_gpu_hours_match_truth(month_run: dict) -> None:

@@ -3,10 +3,6 @@ executor, with the repository's dagster.yaml; and a reader that answers while a 
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 import time
 from datetime import date
 from pathlib import Path
@@ -17,41 +13,20 @@ import pytest
 from config import load_config
 from pipelines.tables import RAW_DCGM_SAMPLES, RAW_SLURM_SACCT, STG_DCGM__GPU_MINUTELY
 from simulate.run import simulate
+from tests.support.dagster_cli import execute_partition, instance_home
 from warehouse.lake import partitions, table_glob
 from warehouse.landings import LANDINGS
 from warehouse.lock import hold_warehouse
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 DAYS = ("2026-10-01", "2026-10-02")
-
-
-def execute(config: Path, home: Path, day: str) -> subprocess.Popen:
-    """``dagster job execute`` of one day of the daily job, as an operator would type it."""
-    env = {**os.environ, "CARDHOURS_CONFIG": str(config), "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    dagster = Path(sys.executable).with_name("dagster")
-    command = [str(dagster), "job", "execute", "-m", "pipelines.definitions", "-j", "daily_ingest"]
-    command += ["--tags", f'{{"dagster/partition": "{day}"}}']
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("parallel")
     sim = simulate(root, gpus=16, days=3, start=date(2026, 10, 1), seed=5, step_seconds=300, metrics_format="parquet")
-    home = root / "dagster_home"
-    home.mkdir()
-    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
-    # A site's instance exists before its runs do: create its storage once here. Two processes
-    # creating a fresh SQLite instance at the same instant race on its schema migration.
-    subprocess.run(
-        [str(Path(sys.executable).with_name("dagster")), "instance", "migrate"],
-        env={**os.environ, "DAGSTER_HOME": str(home)},
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return sim.config_path, home
+    return sim.config_path, instance_home(root)
 
 
 def test_two_days_run_at_once_and_both_land(site: tuple[Path, Path]) -> None:
@@ -60,7 +35,7 @@ def test_two_days_run_at_once_and_both_land(site: tuple[Path, Path]) -> None:
     # The DuckDB file is held by a writer the whole time (as the monthly job or a close would):
     # the daily runs never open it.
     with hold_warehouse(settings.warehouse.path, "a test holding the warehouse"):
-        runs = [execute(config, home, day) for day in DAYS]
+        runs = [execute_partition(config, home, day) for day in DAYS]
         outputs = [run.communicate(timeout=600)[0] for run in runs]
     for day, run, output in zip(DAYS, runs, outputs, strict=True):
         assert run.returncode == 0, f"{day}:\n{output[-3000:]}"
@@ -96,7 +71,7 @@ def test_a_reader_answers_while_a_day_is_landing(site: tuple[Path, Path]) -> Non
     before = reader.sql(query).fetchall()
     assert len(before) == 2
     third = {"cluster": "sim", "day": "2026-10-03"}
-    run = execute(config, home, third["day"])
+    run = execute_partition(config, home, third["day"])
     answers, while_writing, slowest = 0, 0, 0.0
     while run.poll() is None:
         landing = third in partitions(lake, RAW_DCGM_SAMPLES.lake_table)  # its rollups are being written
