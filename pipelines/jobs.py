@@ -26,23 +26,25 @@ from pipelines.partitions import PARTITIONS_START
 from pipelines.tables import DAY, MONTH, asset_keys
 
 WAREHOUSE_WRITER = {"cardhours/warehouse": "writer"}  # runs that write the DuckDB file: one at a time
+LAKE_ONLY = {"cardhours/storage": "lake"}  # runs of a daily job: they never open the DuckDB file
 DAILY_GROUPS = AssetSelection.assets(*asset_keys(DAY))  # every daily asset: the landings and their rollups
 MONTHLY_GROUPS = AssetSelection.assets(*asset_keys(MONTH))  # every monthly asset, from the gate to the reports
 
 DAILY_JOB = "daily_ingest"
 DAILY_CELERY_JOB = "daily_ingest_celery"  # the same assets, steps on Celery workers (pipelines/celery_definitions.py)
-LAKE_ONLY_JOBS = frozenset({DAILY_JOB, DAILY_CELERY_JOB})  # their runs never open the DuckDB file
 
 
 def daily_job(name: str = DAILY_JOB, executor_def: ExecutorDefinition | None = None):
-    """The daily assets as a job named ``name`` (one of ``LAKE_ONLY_JOBS``), its steps run by
-    ``executor_def`` (default: Dagster's multiprocess executor, each step a process on this host)."""
+    """The daily assets as a job named ``name``, its steps run by ``executor_def`` (default:
+    Dagster's multiprocess executor, each step a process on this host). Its runs carry the
+    ``LAKE_ONLY`` tag: they never take the warehouse lock (pipelines/resources.py)."""
     return define_asset_job(
         name,
         selection=DAILY_GROUPS,
         description="Land one UTC day of DCGM samples and sacct rows; roll the samples up per hour and minute; "
         "record field presence.",
         executor_def=executor_def,
+        tags=LAKE_ONLY,
     )
 
 

@@ -22,7 +22,7 @@ from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
 from config import Config, load_config
-from pipelines.jobs import LAKE_ONLY_JOBS
+from pipelines.jobs import LAKE_ONLY
 from pipelines.store import open_warehouse
 from pipelines.tables import TABLES
 from sources.metrics import FileMetricsSource, MetricsSource, MetricsSourceError
@@ -88,14 +88,14 @@ class CardhoursResource(ConfigurableResource):
 
 
 def _lake_only(context: InitResourceContext) -> bool:
-    """Whether the run materializes only lake assets (a daily job, on any executor, or a selection
-    of daily assets): it never opens the DuckDB file."""
+    """Whether the run materializes only lake assets (a daily job on any executor: its runs carry
+    the ``LAKE_ONLY`` tag; or a selection of daily assets): it never opens the DuckDB file."""
     run = context.run
     if run is None:
         return False
     if run.asset_selection:
         return set(run.asset_selection) <= {table.key for table in TABLES if table.lake and table.group is not None}
-    return run.job_name in LAKE_ONLY_JOBS
+    return LAKE_ONLY.items() <= run.tags.items()
 
 
 def _run_description(context: InitResourceContext) -> str:

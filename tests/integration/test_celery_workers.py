@@ -14,13 +14,12 @@ same days run through the in-process path into a warehouse of their own.
 from __future__ import annotations
 
 import shutil
-from collections import defaultdict
 from datetime import date
 from pathlib import Path
 
 import pytest
 import yaml
-from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from config import load_config
 from pipelines.assets.gate import GATE_STEP
@@ -28,9 +27,10 @@ from pipelines.definitions import build_definitions
 from pipelines.jobs import DAILY_CELERY_JOB, DAILY_JOB
 from pipelines.tables import RAW_DCGM_SAMPLES, RAW_SLURM_SACCT, STG_DCGM__GPU_HOURLY, STG_DCGM__GPU_MINUTELY
 from simulate.run import simulate
-from tests.support.celery_workers import CeleryWorkers
+from tests.support.celery_workers import CeleryWorkers, step_workers
 from tests.support.dagster_cli import execute_partition, instance_home
 from tests.support.redis import BACKEND_DB, RedisServer
+from tests.support.sites import own_warehouse
 from tests.support.warehouse_read import read, table_digests
 from warehouse.lake import partitions
 from warehouse.lock import hold_warehouse
@@ -41,7 +41,6 @@ MODULE = "pipelines.celery_definitions"
 DAYS = ("2026-10-01", "2026-10-02", "2026-10-03")
 MONTH = "2026-10-01"
 GAPS = {"ops": {GATE_STEP: {"config": {"accept_gaps": "the test simulates three days of the month"}}}}
-WORKER_KEY = "Celery worker"  # dagster_celery's engine event before each step names the worker
 
 
 def _finish(runs) -> list[str]:
@@ -51,18 +50,6 @@ def _finish(runs) -> list[str]:
         for run in runs:
             if run.poll() is None:
                 run.kill()
-
-
-def _in_process_site(config: Path) -> Path:
-    """The same simulated site with a warehouse, lake and reports of their own."""
-    text = config.read_text()
-    for key, value in (("path", "cardhours.duckdb"), ("dir", "reports")):
-        assert f'{key} = "{value}"' in text
-        text = text.replace(f'{key} = "{value}"', f'{key} = "in_process/{value}"', 1)
-    (config.parent / "in_process").mkdir()
-    other = config.with_name("in_process.toml")
-    other.write_text(text)
-    return other
 
 
 def _build_in_process(config: Path) -> None:
@@ -110,17 +97,6 @@ def _runs(home: Path, job: str) -> list:
         return list(instance.get_runs(RunsFilter(job_name=job)))
 
 
-def _workers_by_step(home: Path, run_id: str) -> dict[str, set[str]]:
-    with DagsterInstance.from_config(str(home)) as instance:
-        events = instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT)
-    found: dict[str, set[str]] = defaultdict(set)
-    for record in events:
-        metadata = record.dagster_event.engine_event_data.metadata
-        if WORKER_KEY in metadata:
-            found[record.step_key].add(metadata[WORKER_KEY].value)
-    return found
-
-
 def test_every_day_succeeds_through_the_celery_executor(celery_days: dict) -> None:
     for day, output in zip(DAYS, celery_days["outputs"], strict=True):
         assert "RUN_SUCCESS" in output, f"{day}:\n{output[-3000:]}\n\n{celery_days['report']}"
@@ -134,7 +110,8 @@ def test_steps_are_executed_by_both_workers(celery_days: dict) -> None:
     used: set[str] = set()
     steps = 0
     for run in _runs(celery_days["home"], DAILY_CELERY_JOB):
-        by_step = _workers_by_step(celery_days["home"], run.run_id)
+        with DagsterInstance.from_config(str(celery_days["home"])) as instance:
+            by_step = step_workers(instance, run.run_id)
         assert {"raw__dcgm_samples", "raw__slurm_sacct", "staging__stg_dcgm__gpu_minutely"} <= set(by_step), by_step
         assert all(len(workers) == 1 for workers in by_step.values()), by_step  # each step ran once
         used |= set().union(*by_step.values())
@@ -156,7 +133,7 @@ def test_the_month_equals_the_in_process_path(celery_days: dict) -> None:
     assert "RUN_SUCCESS" in monthly, monthly[-3000:]
     assert "Submitting celery task" not in monthly  # the monthly job runs in the run's own process
     config = celery_days["config"]
-    in_process = _in_process_site(config)
+    in_process = own_warehouse(config, "in_process")
     _build_in_process(in_process)
     database = load_config(config).warehouse.path
     assert read(database, "SELECT count(*) AS n FROM marts.fct_job_usage").item() > 0  # a month, not an empty one

@@ -17,15 +17,28 @@ import os
 import signal
 import socket
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 from celery import Celery
+from dagster import DagsterEventType, DagsterInstance
 
 from pipelines.celery_definitions import BACKEND_ENV, BROKER_ENV, CELERY_QUEUE
 from tests.slurm_harness.procs import Daemon, HarnessError, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 APP = "dagster_celery.app"  # dagster-celery's worker app: broker and backend from the environment
+WORKER_KEY = "Celery worker"  # dagster_celery's engine event before each step names the worker
+
+
+def step_workers(instance: DagsterInstance, run_id: str) -> dict[str, set[str]]:
+    """Per step of the run, the Celery worker(s) that executed it (from the run's event log)."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for record in instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT):
+        metadata = record.dagster_event.engine_event_data.metadata
+        if WORKER_KEY in metadata:
+            found[record.step_key].add(metadata[WORKER_KEY].value)
+    return found
 
 
 def worker_argv(name: str, concurrency: int = 1) -> list[str]:
@@ -36,6 +49,29 @@ def worker_argv(name: str, concurrency: int = 1) -> list[str]:
         *("-A", APP, "worker", "--loglevel", "INFO", "-Q", CELERY_QUEUE, "-n", f"{name}@%h"),
         *("--concurrency", str(concurrency), "--prefetch-multiplier", "1"),
     ]
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (from /proc/<pid>/task/*/children)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        for children in Path(f"/proc/{current}/task").glob("*/children"):
+            try:
+                todo += [int(child) for child in children.read_text().split()]
+            except OSError:  # the process ended meanwhile
+                continue
+    return found
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of one process (0 when it has ended)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # fields 14 and 15 of stat
 
 
 class CeleryWorkers:
@@ -71,6 +107,11 @@ class CeleryWorkers:
         finally:
             app.close()
         return {name for answer in answers for name in answer} == set(self.hostnames)
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds (user and system) the workers have spent so far: each worker's process
+        and its pool children, read from /proc while they run."""
+        return sum(_cpu_seconds(pid) for daemon in self.daemons if daemon.proc for pid in _tree(daemon.proc.pid))
 
     def alive(self) -> bool:
         return all(daemon.alive() for daemon in self.daemons)

@@ -45,11 +45,17 @@ def execute_partition(
     job: str = "daily_ingest",
     env: dict[str, str] | None = None,
     run_config: Path | None = None,
+    log: Path | None = None,
 ) -> subprocess.Popen:
-    """``dagster job execute -m MODULE -j JOB [-c RUN_CONFIG]`` of ``partition``, with ``env`` added."""
+    """``dagster job execute -m MODULE -j JOB [-c RUN_CONFIG]`` of ``partition``, with ``env`` added;
+    its output to the file ``log`` when given (a long run fills no pipe nobody reads)."""
     full = {**os.environ, **(env or {}), "CARDHOURS_CONFIG": str(config), "DAGSTER_HOME": str(home)}
     full["PYTHONPATH"] = str(REPO)
     command = [dagster_binary(), "job", "execute", "-m", module, "-j", job]
     command += ["--tags", json.dumps({"dagster/partition": partition})]
     command += ["-c", str(run_config)] if run_config else []
-    return subprocess.Popen(command, cwd=REPO, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if log is None:
+        pipe = subprocess.PIPE
+        return subprocess.Popen(command, cwd=REPO, env=full, stdout=pipe, stderr=subprocess.STDOUT, text=True)
+    with open(log, "w") as out:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(command, cwd=REPO, env=full, stdout=out, stderr=subprocess.STDOUT)

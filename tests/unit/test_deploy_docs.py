@@ -1,4 +1,5 @@
-"""docs/deploy.md shows the files under deploy/ as they are: each quoted file matches its source."""
+"""docs/deploy.md and docs/scaling.md show the files under deploy/ as they are: each quoted file
+matches its source."""
 
 from __future__ import annotations
 
@@ -8,21 +9,23 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DOC = REPO / "docs" / "deploy.md"
-SHOWN = [
-    "dagster.yaml",
-    "workspace.yaml",
-    "cardhours.env.example",
-    "cardhours-dagster-daemon.service",
-    "cardhours-dagster-webserver.service",
-]
+DEPLOY, SCALING = REPO / "docs" / "deploy.md", REPO / "docs" / "scaling.md"
+SHOWN = {  # each file under deploy/ and the page that quotes it
+    "dagster.yaml": DEPLOY,
+    "workspace.yaml": DEPLOY,
+    "cardhours.env.example": DEPLOY,
+    "cardhours-dagster-daemon.service": DEPLOY,
+    "cardhours-dagster-webserver.service": DEPLOY,
+    "cardhours-celery-worker@.service": SCALING,
+}
 
 
 def _quoted(name: str) -> str:
     """The fenced block that follows the first line naming ``deploy/<name>`` and ending in a colon."""
+    doc = SHOWN[name]
     pattern = rf"^`deploy/{re.escape(name)}`[^\n]*:\n\n```\w*\n(.*?)```$"
-    found = re.search(pattern, DOC.read_text(), flags=re.MULTILINE | re.DOTALL)
-    assert found, f"docs/deploy.md does not quote deploy/{name}"
+    found = re.search(pattern, doc.read_text(), flags=re.MULTILINE | re.DOTALL)
+    assert found, f"docs/{doc.name} does not quote deploy/{name}"
     return found.group(1)
 
 
