@@ -34,12 +34,12 @@ from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the harness in tests/support starts the services
 
-from pipelines.jobs import DAILY_CELERY_JOB  # noqa: E402
-from simulate.run import simulate  # noqa: E402
-from tests.support.celery_workers import CeleryWorkers, step_workers  # noqa: E402
-from tests.support.dagster_cli import execute_partition, instance_home  # noqa: E402
-from tests.support.redis import RedisServer  # noqa: E402
-from tests.support.sites import own_warehouse  # noqa: E402
+from pipelines.jobs import DAILY_CELERY_JOB  # noqa: E402 - after the repository root is put on sys.path above
+from simulate.run import simulate  # noqa: E402 - after the repository root is put on sys.path above
+from tests.support.celery_workers import CeleryWorkers, step_workers  # noqa: E402 - after the repository root is put on sys.path above
+from tests.support.dagster_cli import execute_partition, instance_home  # noqa: E402 - after the repository root is put on sys.path above
+from tests.support.redis import RedisServer  # noqa: E402 - after the repository root is put on sys.path above
+from tests.support.sites import own_warehouse  # noqa: E402 - after the repository root is put on sys.path above
 
 MODULE = "pipelines.celery_definitions"
 START = date(2026, 10, 1)

@@ -19,12 +19,12 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 from pathlib import Path
 
 import psycopg2
 
 from tests.slurm_harness.procs import Daemon, HarnessError, chown, free_port, run, wait_until
+from tests.support.scratch_server import ScratchServer
 
 PACKAGE_HINT = "install the Debian package `postgresql` (scripts/install-system-deps.sh does)"
 SERVER_USER = "postgres"  # the package's system user; used only when we are root
@@ -54,11 +54,12 @@ def server_binary(name: str) -> str:
     return found
 
 
-class PostgresServer:
+class PostgresServer(ScratchServer):
     """One PostgreSQL server with the ``dagster`` database; use as a context manager."""
 
+    prefix = "cardhours-postgres-"
+
     def __init__(self) -> None:
-        self.root: Path | None = None
         self.port: int | None = None
         self.daemon: Daemon | None = None
         self.user = SERVER_USER if os.geteuid() == 0 else None
@@ -90,15 +91,6 @@ class PostgresServer:
                 return cursor.fetchall()
         finally:
             conn.close()
-
-    def __enter__(self) -> PostgresServer:
-        self.root = Path(tempfile.mkdtemp(prefix="cardhours-postgres-"))
-        try:
-            self._start()
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
 
     def _start(self) -> None:
         assert self.root is not None

@@ -14,22 +14,22 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
-from pathlib import Path
 
 import redis
 
 from tests.slurm_harness.procs import Daemon, binary, free_port, wait_until
+from tests.support.scratch_server import ScratchServer
 
 PASSWORD = "cardhours-test"  # a throwaway server on loopback, gone after the test
 BROKER_DB, BACKEND_DB = 0, 1
 
 
-class RedisServer:
+class RedisServer(ScratchServer):
     """One Redis server; use as a context manager."""
 
+    prefix = "cardhours-redis-"
+
     def __init__(self) -> None:
-        self.root: Path | None = None
         self.port: int | None = None
         self.daemon: Daemon | None = None
 
@@ -43,15 +43,6 @@ class RedisServer:
 
     def client(self, db: int = BROKER_DB) -> redis.Redis:
         return redis.Redis(host="127.0.0.1", port=self.port, password=PASSWORD, db=db, socket_timeout=5)
-
-    def __enter__(self) -> RedisServer:
-        self.root = Path(tempfile.mkdtemp(prefix="cardhours-redis-"))
-        try:
-            self._start()
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
 
     def _start(self) -> None:
         assert self.root is not None
