@@ -1,8 +1,9 @@
 """Jobs and schedules: a daily ingest after each UTC day, and the monthly review on the 1st.
 
 The daily job's assets read and write the lake only (pipelines/store.py): it runs on Dagster's
-default executor (each step in its own process, sibling steps in parallel), and any number of
-day partitions may run at once. The monthly job is the one writer of the DuckDB file: it runs
+default executor (each step in its own process, sibling steps in parallel; pipelines/
+celery_definitions.py builds the same job on Celery workers), and any number of day partitions
+may run at once. The monthly job is the one writer of the DuckDB file: it runs
 every step in the run's own process (``in_process_executor``) and holds the warehouse lock from
 its first step to its last (pipelines/resources.py), so a ``cardhours close`` can never slip in
 between two of its steps; its runs carry the ``WAREHOUSE_WRITER`` tag, which the instance's
