@@ -2,7 +2,8 @@
 
 The config file comes from ``CARDHOURS_CONFIG`` when a run starts (an ``EnvVar``: read at
 run time, not at import), or from ``build_definitions(path)`` when the CLI drives a run.
-The monthly schedule reads ``[schedule]`` (timezone, hour) from the same file at each tick.
+The monthly schedule reads ``[schedule]`` (timezone, hour) from the same file at each tick, and
+the monthly review sensor the clusters and the lake.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pipelines.assets.staging import (
 )
 from pipelines.jobs import daily_ingest_job, daily_schedule, monthly_review_job
 from pipelines.resources import CardhoursResource
+from pipelines.review_sensor import monthly_review_sensor
 from pipelines.schedules import monthly_review_schedule
 
 ASSETS = [
@@ -60,13 +62,13 @@ ASSETS = [
 
 
 def build_definitions(config_path: str | EnvVar, daily=daily_ingest_job) -> Definitions:
-    """All assets, jobs and schedules, bound to one config file; ``daily`` is the daily job
+    """All assets, jobs, schedules and sensors, bound to one config file; ``daily`` is the daily job
     (pipelines/jobs.py ``daily_job``: which executor runs its steps)."""
     return Definitions(
         assets=ASSETS,
         jobs=[daily, monthly_review_job],
         schedules=[daily_schedule(daily), monthly_review_schedule],
-        sensors=[run_failure_alert, ingest_freshness],
+        sensors=[run_failure_alert, ingest_freshness, monthly_review_sensor],
         resources={"cardhours": CardhoursResource(config_path=config_path)},
     )
 

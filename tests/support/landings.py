@@ -8,7 +8,8 @@ from pathlib import Path
 import duckdb
 
 from warehouse.books.ledger import next_month
-from warehouse.landings import Landing, record_landing
+from warehouse.lake import refresh
+from warehouse.landings import LANDINGS, Landing, write_landing
 
 LANDED_AT = datetime(2026, 1, 1)
 
@@ -28,9 +29,10 @@ def land_month(
         if day not in (skip or set()):
             for cluster, sources in clusters.items():
                 for source in sources:
-                    record_landing(
+                    write_landing(
                         conn, lake, Landing(cluster, day, source, landed_at, rows=100, quarantined=0, screened=100)
                     )
                     count += 1
         day += timedelta(days=1)
+    refresh(conn, lake, LANDINGS)  # meta.landings on conn sees them all
     return count

@@ -3,8 +3,8 @@
 A month is complete when every configured cluster has an 'ok' landing (meta.landings) of
 every UTC day for each of its sources: ``dcgm`` always, ``sacct`` with a ``[clusters.slurm]``
 section, ``kube`` with a ``[clusters.kubernetes]`` one. The monthly job's gate
-(pipelines/assets/gate.py) and ``cardhours close`` (warehouse/books/close_conditions.py) both ask
-``landing_gaps``.
+(pipelines/assets/gate.py), ``cardhours close`` (warehouse/books/close_conditions.py) and the monthly
+review sensor (pipelines/review_sensor.py) all ask ``landing_gaps``.
 """
 
 from __future__ import annotations
@@ -48,9 +48,12 @@ def _span(first: date, last: date) -> str:
     return f"{first.isoformat()}..{last.isoformat()} ({(last - first).days + 1} days)"
 
 
-def landing_gaps(landings: pl.DataFrame, expected: dict[str, list[str]], first: date, end: date) -> list[str]:
+def landing_gaps(
+    landings: pl.DataFrame, expected: dict[str, list[str]], first: date, end: date, details: bool = True
+) -> list[str]:
     """One line per cluster and source with days in [first, end) not landed 'ok', e.g.
-    ``cluster 'c1' dcgm: 2026-10-03 failed (ReadError: ...); 2026-10-20..2026-10-31 (12 days) missing``."""
+    ``cluster 'c1' dcgm: 2026-10-03 failed (ReadError: ...); 2026-10-20..2026-10-31 (12 days) missing``
+    (``details=False``: a failed or rejected day's status without its error, so runs of such days merge)."""
     found = {(r["cluster"], r["source"], r["day"]): r for r in landings.iter_rows(named=True)}
     days = [first + timedelta(days=i) for i in range((end - first).days)]
     lines = []
@@ -62,7 +65,8 @@ def landing_gaps(landings: pl.DataFrame, expected: dict[str, list[str]], first: 
                 if row is None:
                     problems.append((day, "missing"))
                 elif row["status"] != OK:
-                    problems.append((day, f"{row['status']} ({row['detail']})" if row["detail"] else row["status"]))
+                    detailed = details and row["detail"]
+                    problems.append((day, f"{row['status']} ({row['detail']})" if detailed else row["status"]))
             if problems:
                 text = "; ".join(f"{_span(a, b)} {why}" for a, b, why in _runs(problems))
                 lines.append(f"cluster {cluster!r} {source}: {text}")
