@@ -26,6 +26,7 @@ No ``from __future__ import annotations`` here: Dagster reads the resource param
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, time
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -95,12 +96,13 @@ def month_request(month: date, now: datetime, scan: Scan, expected: dict[str, li
 
 
 def prior_run(request: RunRequest, runs: Sequence[DagsterRun]) -> str | None:
-    """Why ``request`` is not needed, given the month's runs created after its newest landing:
-    one that has not failed covers it; this request's own run, failed, waits for a person."""
+    """Why ``request`` is not needed, given the month's runs created since the landings it
+    builds on: one that has not failed covers it; this request's own run, failed, waits for a
+    person."""
     month = (request.partition_key or "")[:7]
     for run in runs:
         if run.status not in UNFINISHED:
-            return f"{month}: run {run.run_id[:8]} ({run.status.value}) builds it from its newest landings"
+            return f"{month}: built by run {run.run_id[:8]} ({run.status.value})"
     for run in runs:
         if run.tags.get(RUN_KEY_TAG) == request.run_key:
             return (
@@ -150,12 +152,11 @@ def build_review_sensor(minimum_interval_seconds: int = MINIMUM_INTERVAL_SECONDS
     )
     def monthly_review_sensor(context: SensorEvaluationContext, cardhours: CardhoursResource):
         config = cardhours.config
-        lake = Path(config.warehouse.lake)
         return review_tick(
             datetime.now(UTC).replace(tzinfo=None),
             expected_sources(config),
-            lambda month: scan_month_landings(lake, month),
-            lambda key, since: month_runs(context.instance, key, since),
+            partial(scan_month_landings, Path(config.warehouse.lake)),
+            partial(month_runs, context.instance),
         )
 
     return monthly_review_sensor

@@ -6,12 +6,14 @@ resource's ``CARDHOURS_CONFIG`` path is resolved then, never at import). So the 
 ticks hourly in UTC on the 1st and 2nd (``ScheduleConfig`` keeps the configured hour after
 03:30 UTC on the 1st, and any timezone's 1st ends before the 2nd ends in UTC) and each tick
 asks the config whether it is the review hour; every other tick is a skip that says why.
-The run key is the month, so a month is requested once however often the schedule ticks.
+The run key is the month, so a month is requested once however often the schedule ticks. A
+month that a run launched after the month ended already builds (the monthly review sensor's,
+pipelines/review_sensor.py, usually minutes after the last day landed) is not requested again.
 
 No ``from __future__ import annotations`` here: Dagster reads the resource parameter's type.
 """
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time
 from zoneinfo import ZoneInfo
 
 from dagster import RunRequest, ScheduleEvaluationContext, SkipReason, schedule
@@ -19,6 +21,8 @@ from dagster import RunRequest, ScheduleEvaluationContext, SkipReason, schedule
 from config.schedule import ScheduleConfig
 from pipelines.jobs import monthly_review_job, review_month_key
 from pipelines.resources import CardhoursResource
+from pipelines.review_sensor import month_runs, prior_run
+from warehouse.books.ledger import next_month
 
 MONTHLY_REVIEW_CRON = "0 * 1,2 * *"
 
@@ -46,4 +50,9 @@ def review_tick(when: datetime, settings: ScheduleConfig) -> RunRequest | SkipRe
 )
 def monthly_review_schedule(context: ScheduleEvaluationContext, cardhours: CardhoursResource):
     when = context.scheduled_execution_time or datetime.now(UTC)
-    return review_tick(when, cardhours.config.schedule)
+    result = review_tick(when, cardhours.config.schedule)
+    if isinstance(result, RunRequest) and result.partition_key:
+        ended = datetime.combine(next_month(date.fromisoformat(result.partition_key)), time())
+        built = prior_run(result, month_runs(context.instance, result.partition_key, ended))
+        return SkipReason(built) if built else result
+    return result

@@ -6,8 +6,9 @@ TSDB with the real ``promtool``, starts the real ``prometheus`` on 127.0.0.1 (fr
 copied for every server (promtool is the slow part); servers are shared for the whole
 session per (files, arguments) and stopped at its end.
 
-``postgres_server`` is one throwaway PostgreSQL for the session (tests/support/postgres.py),
-for tests that run Dagster on the production instance config.
+``postgres_server`` is a throwaway PostgreSQL per test module (tests/support/postgres.py), for
+tests that run Dagster on the production instance config: each module's Dagster instance starts
+empty (no runs, ticks or backfills of another module's).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def prometheus_with(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promet
         yield start
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def postgres_server() -> Iterator[PostgresServer]:
     with PostgresServer() as server:
         yield server

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cardhours.cli import app
-from tests.support.dagster_service import LOCATION, REPOSITORY, DagsterService
+from tests.support.dagster_service import REPOSITORY_SELECTOR, TERMINAL, DagsterService, partition_of
 from tests.support.dagster_service_defs import SCHEDULE_NAME
 from tests.support.postgres import PostgresServer
 from tests.support.warehouse_read import read_lake
@@ -28,9 +28,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 BACKFILL_DAYS = ["2026-10-01", "2026-10-02", "2026-10-03"]
 SCHEDULED_DAY = "2026-10-04"
-TERMINAL = {"SUCCESS", "FAILURE", "CANCELED"}
-BACKFILL_ACTIVE = {"REQUESTED", "CANCELING", "FAILING"}
-
 START_SCHEDULE = """
 mutation($selector: ScheduleSelector!) {
   startSchedule(scheduleSelector: $selector) {
@@ -39,22 +36,6 @@ mutation($selector: ScheduleSelector!) {
     ... on Error { message }
   }
 }"""
-LAUNCH_BACKFILL = """
-mutation($params: LaunchBackfillParams!) {
-  launchPartitionBackfill(backfillParams: $params) {
-    __typename
-    ... on LaunchBackfillSuccess { backfillId }
-    ... on Error { message }
-  }
-}"""
-RUNS = """
-query($tags: [ExecutionTag!]) {
-  runsOrError(filter: {tags: $tags}) {
-    ... on Runs { results { runId status tags { key value } } }
-  }
-}"""
-BACKFILL_STATUS = """
-query($id: String!) { partitionBackfillOrError(backfillId: $id) { ... on PartitionBackfill { status } } }"""
 
 
 def _simulate(root: Path) -> Path:
@@ -62,15 +43,6 @@ def _simulate(root: Path) -> Path:
     done = CliRunner().invoke(app, [*argv, "--seed", "11", "--step", "300", "--metrics-format", "parquet"])
     assert done.exit_code == 0, done.output
     return root / "cardhours.toml"
-
-
-def _runs(service: DagsterService, key: str, value: str) -> list[dict]:
-    data = service.query(RUNS, {"tags": [{"key": key, "value": value}]})
-    return data["runsOrError"]["results"]
-
-
-def _partition(run: dict) -> str:
-    return next(tag["value"] for tag in run["tags"] if tag["key"] == "dagster/partition")
 
 
 @pytest.fixture(scope="module")
@@ -81,34 +53,23 @@ def service_runs(tmp_path_factory: pytest.TempPathFactory, postgres_server: Post
     began = time.monotonic()
     with DagsterService(root / "dagster_home", env, module="tests.support.dagster_service_defs") as service:
         up = time.monotonic() - began
-        repository = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY}
-        started = service.query(START_SCHEDULE, {"selector": {**repository, "scheduleName": SCHEDULE_NAME}})
+        selector = {**REPOSITORY_SELECTOR, "scheduleName": SCHEDULE_NAME}
+        started = service.query(START_SCHEDULE, {"selector": selector})
         assert started["startSchedule"]["__typename"] == "ScheduleStateResult", started
-        params = {
-            "selector": {"partitionSetName": "daily_ingest_partition_set", "repositorySelector": repository},
-            "partitionNames": BACKFILL_DAYS,
-        }
-        launched = service.query(LAUNCH_BACKFILL, {"params": params})["launchPartitionBackfill"]
-        assert launched["__typename"] == "LaunchBackfillSuccess", launched
-        backfill_id = launched["backfillId"]
+        backfill_id = service.launch_backfill("daily_ingest", BACKFILL_DAYS)
 
         def finished() -> bool:
-            scheduled = _runs(service, "dagster/schedule_name", SCHEDULE_NAME)
-            backfilled = _runs(service, "dagster/backfill", backfill_id)
-            runs = scheduled + backfilled
-            if len(scheduled) != 1 or len(backfilled) != 3 or any(r["status"] not in TERMINAL for r in runs):
-                return False
-            backfill = service.query(BACKFILL_STATUS, {"id": backfill_id})["partitionBackfillOrError"]
-            return backfill["status"] not in BACKFILL_ACTIVE  # the daemon closes it on its next pass
+            scheduled = service.runs("dagster/schedule_name", SCHEDULE_NAME)
+            return len(scheduled) == 1 and scheduled[0]["status"] in TERMINAL and service.backfill_done(backfill_id, 3)
 
         service.wait("one scheduled and three backfilled runs finish", finished, timeout=900)
         yield {
             "service": service,
             "postgres": postgres_server,
             "backfill_id": backfill_id,
-            "scheduled": _runs(service, "dagster/schedule_name", SCHEDULE_NAME),
-            "backfilled": _runs(service, "dagster/backfill", backfill_id),
-            "backfill_status": service.query(BACKFILL_STATUS, {"id": backfill_id})["partitionBackfillOrError"],
+            "scheduled": service.runs("dagster/schedule_name", SCHEDULE_NAME),
+            "backfilled": service.runs("dagster/backfill", backfill_id),
+            "backfill_status": service.backfill_status(backfill_id),
             "home": root / "dagster_home",
             "sim": root / "sim",
             "seconds": {"start": up, "runs": time.monotonic() - began - up},
@@ -117,13 +78,13 @@ def service_runs(tmp_path_factory: pytest.TempPathFactory, postgres_server: Post
 
 def test_schedule_fires_through_the_daemon(service_runs: dict) -> None:
     (run,) = service_runs["scheduled"]
-    assert (run["status"], _partition(run)) == ("SUCCESS", SCHEDULED_DAY), service_runs["service"].report()
+    assert (run["status"], partition_of(run)) == ("SUCCESS", SCHEDULED_DAY), service_runs["service"].report()
 
 
 def test_backfill_runs_every_day_and_succeeds(service_runs: dict) -> None:
     runs = service_runs["backfilled"]
-    assert sorted((_partition(r), r["status"]) for r in runs) == [(day, "SUCCESS") for day in BACKFILL_DAYS]
-    assert service_runs["backfill_status"] == {"status": "COMPLETED_SUCCESS"}
+    assert sorted((partition_of(r), r["status"]) for r in runs) == [(day, "SUCCESS") for day in BACKFILL_DAYS]
+    assert service_runs["backfill_status"] == "COMPLETED_SUCCESS"
 
 
 def test_daily_runs_are_not_queued_behind_the_warehouse_writer(service_runs: dict) -> None:

@@ -27,6 +27,27 @@ PRODUCTION_INSTANCE = REPO / "deploy" / "dagster.yaml"
 PRODUCTION_WORKSPACE = REPO / "deploy" / "workspace.yaml"
 LOCATION = "cardhours"  # the location_name in deploy/workspace.yaml
 REPOSITORY = "__repository__"  # the repository Dagster makes of a module's Definitions
+LOAD_SECONDS = 300  # importing the code location takes ~20 s alone, minutes on a busy machine
+REPOSITORY_SELECTOR = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY}
+TERMINAL = {"SUCCESS", "FAILURE", "CANCELED"}  # run statuses
+BACKFILL_ACTIVE = {"REQUESTED", "CANCELING", "FAILING"}
+
+LAUNCH_BACKFILL = """
+mutation($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on Error { message }
+  }
+}"""
+RUNS = """
+query($tags: [ExecutionTag!]) {
+  runsOrError(filter: {tags: $tags}) {
+    ... on Runs { results { runId status tags { key value } } }
+  }
+}"""
+BACKFILL_STATUS = """
+query($id: String!) { partitionBackfillOrError(backfillId: $id) { ... on PartitionBackfill { status } } }"""
 
 
 def workspace_yaml(module: str) -> str:
@@ -50,7 +71,7 @@ class DagsterService:
         workspace = self.home / "workspace.yaml"
         workspace.write_text(workspace_yaml(self.module))
         bin_dir = Path(sys.executable).parent
-        logs = self.home / "logs"
+        logs = self.home / "service-logs"  # not DAGSTER_HOME/logs: Dagster's telemetry upload empties that
         try:
             self.daemons = [
                 Daemon(
@@ -66,7 +87,9 @@ class DagsterService:
                     env=self.env,
                 ).start(),
             ]
-            wait_until("the code location loads in the webserver", self._location_loaded, 180, self.daemons, 1.0)
+            wait_until(
+                "the code location loads in the webserver", self._location_loaded, LOAD_SECONDS, self.daemons, 1.0
+            )
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -86,6 +109,30 @@ class DagsterService:
         if answer.get("errors"):
             raise AssertionError(f"GraphQL errors: {answer['errors']}\n{self.report()}")
         return answer["data"]
+
+    def launch_backfill(self, job: str, partitions: list[str]) -> str:
+        """Backfill ``partitions`` of ``job`` (as the UI's "Launch backfill" does); the backfill's id."""
+        params = {
+            "selector": {"partitionSetName": f"{job}_partition_set", "repositorySelector": REPOSITORY_SELECTOR},
+            "partitionNames": partitions,
+        }
+        launched = self.query(LAUNCH_BACKFILL, {"params": params})["launchPartitionBackfill"]
+        assert launched["__typename"] == "LaunchBackfillSuccess", launched
+        return launched["backfillId"]
+
+    def runs(self, key: str, value: str) -> list[dict]:
+        """The runs tagged ``key=value`` (runId, status, tags)."""
+        return self.query(RUNS, {"tags": [{"key": key, "value": value}]})["runsOrError"]["results"]
+
+    def backfill_status(self, backfill_id: str) -> str:
+        return self.query(BACKFILL_STATUS, {"id": backfill_id})["partitionBackfillOrError"]["status"]
+
+    def backfill_done(self, backfill_id: str, runs: int) -> bool:
+        """Whether the backfill launched its ``runs`` runs, all ended, and the daemon closed it."""
+        launched = self.runs("dagster/backfill", backfill_id)
+        if len(launched) != runs or any(run["status"] not in TERMINAL for run in launched):
+            return False
+        return self.backfill_status(backfill_id) not in BACKFILL_ACTIVE  # closed on the daemon's next pass
 
     def report(self) -> str:
         return "\n\n".join(d.report() for d in self.daemons)
@@ -107,3 +154,8 @@ class DagsterService:
                     os.killpg(daemon.proc.pid, signal.SIGKILL)  # its own session: start_new_session
                 except ProcessLookupError:
                     pass
+
+
+def partition_of(run: dict) -> str:
+    """The partition a run (as ``runs`` returns it) ran."""
+    return next(tag["value"] for tag in run["tags"] if tag["key"] == "dagster/partition")

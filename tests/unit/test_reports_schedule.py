@@ -4,12 +4,20 @@ schedule reading it from the config file at tick time (never at import)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from dagster import SkipReason, build_schedule_context
+from dagster import (
+    DagsterInstance,
+    DagsterRun,
+    DagsterRunStatus,
+    SkipReason,
+    build_schedule_context,
+    instance_for_test,
+)
 
 from config import EXAMPLE_CONFIG, ConfigError, load_config
 from config.schedule import ScheduleConfig
@@ -69,7 +77,14 @@ def test_review_month_key_is_the_previous_utc_month() -> None:
     assert review_month_key(datetime(2024, 1, 1, 6, tzinfo=UTC)) is None  # before the partitions
 
 
-def _ticks(defs, start: datetime, hours: int) -> list[tuple[datetime, object]]:
+@pytest.fixture(scope="module")
+def no_runs() -> Iterator[DagsterInstance]:
+    """A throwaway instance that holds no runs (the schedule asks it which months were built)."""
+    with instance_for_test() as instance:
+        yield instance
+
+
+def _ticks(defs, start: datetime, hours: int, instance: DagsterInstance) -> list[tuple[datetime, object]]:
     """Evaluate the schedule at every hourly tick from ``start`` (UTC) for ``hours``."""
     schedule = defs.resolve_schedule_def("monthly_review_schedule")
     results = []
@@ -78,7 +93,10 @@ def _ticks(defs, start: datetime, hours: int) -> list[tuple[datetime, object]]:
         if tick.day not in (1, 2):  # the cron only ticks on the 1st and 2nd (UTC)
             continue
         with build_schedule_context(
-            scheduled_execution_time=tick, repository_def=defs.get_repository_def(), resources=dict(defs.resources)
+            instance=instance,
+            scheduled_execution_time=tick,
+            repository_def=defs.get_repository_def(),
+            resources=dict(defs.resources),
         ) as context:
             data = schedule.evaluate_tick(context)
         results.append((tick, data))
@@ -95,13 +113,13 @@ def _ticks(defs, start: datetime, hours: int) -> list[tuple[datetime, object]]:
     ],
 )
 def test_schedule_requests_the_month_once_at_the_configured_hour(
-    tmp_path: Path, tz: str, hour: int, run_at_utc: datetime
+    tmp_path: Path, no_runs: DagsterInstance, tz: str, hour: int, run_at_utc: datetime
 ) -> None:
     defs = build_definitions(str(config_with(tmp_path, f'timezone = "{tz}"\nmonthly_hour = {hour}')))
     schedule = defs.resolve_schedule_def("monthly_review_schedule")
     assert schedule.job_name == "monthly_review"
     assert (schedule.cron_schedule, schedule.execution_timezone) == (MONTHLY_REVIEW_CRON, "UTC")
-    ticks = _ticks(defs, datetime(2026, 11, 1, 0, tzinfo=UTC), 48)
+    ticks = _ticks(defs, datetime(2026, 11, 1, 0, tzinfo=UTC), 48, no_runs)
     requested = [(tick, data.run_requests) for tick, data in ticks if data.run_requests]
     assert len(requested) == 1, requested
     tick, requests = requested[0]
@@ -116,12 +134,24 @@ def test_schedule_skips_before_the_first_partition() -> None:
     assert isinstance(result, SkipReason) and "no monthly partition" in (result.skip_message or "")
 
 
-def test_the_config_is_read_at_tick_time_not_at_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_config_is_read_at_tick_time_not_at_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_runs: DagsterInstance
+) -> None:
     from dagster import EnvVar
 
     monkeypatch.delenv("CARDHOURS_TEST_CONFIG", raising=False)
     defs = build_definitions(EnvVar("CARDHOURS_TEST_CONFIG"))  # no file yet: building must not read it
     path = config_with(tmp_path, 'timezone = "Europe/Berlin"\nmonthly_hour = 9')
     monkeypatch.setenv("CARDHOURS_TEST_CONFIG", str(path))
-    ticks = _ticks(defs, datetime(2026, 11, 1, 0, tzinfo=UTC), 24)
+    ticks = _ticks(defs, datetime(2026, 11, 1, 0, tzinfo=UTC), 24, no_runs)
     assert [tick.hour for tick, data in ticks if data.run_requests] == [8]  # 09:00 CET, not the default 06:00 UTC
+
+
+def test_a_month_already_built_after_it_ended_is_not_requested_again(tmp_path: Path) -> None:
+    """The review sensor built October once its last day landed: the schedule's tick on the 1st skips."""
+    defs = build_definitions(str(config_with(tmp_path, 'timezone = "UTC"\nmonthly_hour = 6')))
+    tags = {"dagster/partition": "2026-10-01", "dagster/sensor_name": "monthly_review_sensor"}
+    with instance_for_test() as instance:
+        run = instance.add_run(DagsterRun(job_name="monthly_review", status=DagsterRunStatus.SUCCESS, tags=tags))
+        ticks = _ticks(defs, datetime(2026, 11, 1, 6, tzinfo=UTC), 1, instance)
+    assert [data.skip_message for _, data in ticks] == [f"2026-10: built by run {run.run_id[:8]} (SUCCESS)"]

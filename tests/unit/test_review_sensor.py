@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -69,7 +70,7 @@ def reland(lake: Path, landing: Landing) -> None:
 
 
 def request(lake: Path, now: datetime = AFTER, month: date = NOVEMBER) -> RunRequest | str:
-    return month_request(month, now, lambda m: scan_month_landings(lake, m), CLUSTERS)
+    return month_request(month, now, partial(scan_month_landings, lake), CLUSTERS)
 
 
 def no_runs(key: str, since: datetime) -> list[DagsterRun]:
@@ -141,7 +142,7 @@ def test_the_month_pattern_lists_only_that_months_days(lake: Path) -> None:
 def test_a_tick_requests_the_complete_month_and_skips_the_others_in_its_log(lake: Path) -> None:
     land(lake)
     land(lake, month=date(2026, 10, 1), skip={date(2026, 10, 31)})
-    scan = lambda month: scan_month_landings(lake, month)  # noqa: E731
+    scan = partial(scan_month_landings, lake)
     result = review_tick(AFTER, CLUSTERS, scan, no_runs)
     assert isinstance(result, SensorResult)
     assert [r.run_key for r in result.run_requests or []] == ["2026-11 landed 2026-12-01T02:41:07"]
@@ -166,13 +167,18 @@ def test_a_run_created_after_the_newest_landing_covers_the_month(lake: Path) -> 
     verdict = request(lake)
     assert isinstance(verdict, RunRequest)
     covered = prior_run(verdict, [_run(DagsterRunStatus.STARTED)])
-    assert covered == "2026-11: run 1a2b3c4d (STARTED) builds it from its newest landings"
+    assert covered == "2026-11: built by run 1a2b3c4d (STARTED)"
     assert prior_run(verdict, [_run(DagsterRunStatus.FAILURE)]) is None  # someone else's failed build: try
     own = prior_run(verdict, [_run(DagsterRunStatus.FAILURE, run_key=verdict.run_key)])
     assert own is not None and "ended FAILURE: re-execute it from the Runs page" in own
-    scan = lambda month: scan_month_landings(lake, month)  # noqa: E731
+    scan = partial(scan_month_landings, lake)
     seen: list[tuple[str, datetime]] = []
-    result = review_tick(AFTER, CLUSTERS, scan, lambda key, since: seen.append((key, since)) or [])
+
+    def runs_since(key: str, since: datetime) -> list[DagsterRun]:
+        seen.append((key, since))
+        return []
+
+    result = review_tick(AFTER, CLUSTERS, scan, runs_since)
     assert isinstance(result, SensorResult) and seen == [("2026-11-01", LANDED)]
 
 
