@@ -57,7 +57,7 @@ LOOKBACK_MONTHS = 3  # ended months looked at besides the current one
 MINIMUM_INTERVAL_SECONDS = 300
 RUN_QUERY_LIMIT = 20
 LANDED_THROUGH = "cardhours/landed_through"  # run tag: the newest landing a build starts from
-UNFINISHED = {DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED, DagsterRunStatus.CANCELING}
+FAILED_RUNS = {DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED, DagsterRunStatus.CANCELING}  # built nothing
 
 Scan = Callable[[date], pl.DataFrame]  # a month's landings
 RunsSince = Callable[[str, datetime], Sequence[DagsterRun]]  # runs of a partition created after a time
@@ -101,7 +101,7 @@ def prior_run(request: RunRequest, runs: Sequence[DagsterRun]) -> str | None:
     person."""
     month = (request.partition_key or "")[:7]
     for run in runs:
-        if run.status not in UNFINISHED:
+        if run.status not in FAILED_RUNS:
             return f"{month}: built by run {run.run_id[:8]} ({run.status.value})"
     for run in runs:
         if run.tags.get(RUN_KEY_TAG) == request.run_key:
