@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_alert_sensors import BROKEN_DAY, _site
-from tests.integration.test_dagster_service import LAUNCH_BACKFILL, TERMINAL, _runs
-from tests.support.dagster_service import LOCATION, REPOSITORY, DagsterService
+from tests.support.dagster_service import TERMINAL, DagsterService
 from tests.support.postgres import PostgresServer
 from tests.support.smtp import SmtpServer
 
@@ -25,20 +24,14 @@ def test_the_daemon_mails_a_failed_day(tmp_path: Path) -> None:
         broken.write_bytes(b"not a parquet file")
         env = {**postgres.env, "CARDHOURS_CONFIG": str(config)}
         with DagsterService(tmp_path / "dagster_home", env) as service:
-            repository = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY}
-            params = {
-                "selector": {"partitionSetName": "daily_ingest_partition_set", "repositorySelector": repository},
-                "partitionNames": [BROKEN_DAY],
-            }
-            launched = service.query(LAUNCH_BACKFILL, {"params": params})["launchPartitionBackfill"]
-            assert launched["__typename"] == "LaunchBackfillSuccess", launched
+            backfill = service.launch_backfill("daily_ingest", [BROKEN_DAY])
 
             def failed() -> bool:
-                runs = _runs(service, "dagster/backfill", launched["backfillId"])
+                runs = service.runs("dagster/backfill", backfill)
                 return len(runs) == 1 and runs[0]["status"] in TERMINAL
 
             service.wait("the broken day's run ends", failed, timeout=600)
-            (run,) = _runs(service, "dagster/backfill", launched["backfillId"])
+            (run,) = service.runs("dagster/backfill", backfill)
             assert run["status"] == "FAILURE", service.report()
             try:
                 (message,) = smtp.wait_for(1, 240)

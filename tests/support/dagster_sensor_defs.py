@@ -9,32 +9,27 @@ Two changes to the production location, both about time, neither about what is t
   process of its own, and each spends ~7 s of CPU importing Dagster, polars and DuckDB: ~30 CPU
   seconds a day, a quarter of an hour of CPU for a month. tests/integration/test_dagster_service.py
   runs the production executor through the same daemon.
-
-The production daily schedule targets the production job, so it is left out (schedules are off
-by default and this test does not start them).
 """
 
-from dagster import Definitions, define_asset_job, in_process_executor
+from dagster import Definitions, EnvVar, in_process_executor
 
-import pipelines.definitions
-from pipelines.jobs import DAILY_GROUPS, DAILY_JOB, monthly_review_job
-from pipelines.review_sensor import build_review_sensor
-from pipelines.schedules import monthly_review_schedule
+from pipelines.definitions import build_definitions
+from pipelines.jobs import daily_job
+from pipelines.review_sensor import SENSOR_NAME, build_review_sensor
 
 SENSOR_INTERVAL_SECONDS = 10
 
 
-def _quick(production: Definitions) -> Definitions:
+def _quick() -> Definitions:
+    production = build_definitions(EnvVar("CARDHOURS_CONFIG"), daily=daily_job(executor_def=in_process_executor))
+    fast = build_review_sensor(minimum_interval_seconds=SENSOR_INTERVAL_SECONDS)
     return Definitions(
         assets=production.assets,
-        jobs=[
-            define_asset_job(DAILY_JOB, selection=DAILY_GROUPS, executor_def=in_process_executor),
-            monthly_review_job,
-        ],
-        schedules=[monthly_review_schedule],
-        sensors=[build_review_sensor(minimum_interval_seconds=SENSOR_INTERVAL_SECONDS)],
+        jobs=production.jobs,
+        schedules=production.schedules,
+        sensors=[fast if sensor.name == SENSOR_NAME else sensor for sensor in production.sensors or []],
         resources=production.resources,
     )
 
 
-defs = _quick(pipelines.definitions.defs)  # the one Definitions at module scope
+defs = _quick()  # the one Definitions at module scope
