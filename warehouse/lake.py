@@ -22,7 +22,8 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from warehouse.connection import first_row
 from warehouse.partitions import Frame, PartitionMismatchError, UnknownColumnError, quote_ident, to_arrow
@@ -37,6 +39,8 @@ from warehouse.partitions import Frame, PartitionMismatchError, UnknownColumnErr
 FILE = "part-0.parquet"
 _TEMP = re.compile(r"^\.part-0\.parquet\.(?P<host>[^.]+)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$")
 STALE_SECONDS = 24 * 3600
+ROW_GROUP_ROWS = 122_880  # rows per row group of a file written in parts (DuckDB's own row group size)
+PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3}  # as DuckDB writes: zstd, level 3
 _VALUE = re.compile(r"^[A-Za-z0-9_.:+-]+$")
 
 
@@ -122,6 +126,58 @@ def write_partition(
     """Replace one partition's file with ``frame`` (atomically; columns cast to the table's types,
     missing ones NULL); rows written. Frame key columns, when present, must hold the partition's values."""
     target = partition_file(lake, table, partition)
+    with _typed(conn, table, frame, partition) as (relation, rows):
+        write_relation(relation, target)
+    return rows
+
+
+class PartitionWriter:
+    """Appends frames to one partition's file being written (``partition_writer``)."""
+
+    def __init__(
+        self, conn: duckdb.DuckDBPyConnection, table: LakeTable, partition: Mapping[str, object], out: pq.ParquetWriter
+    ) -> None:
+        self.conn, self.table, self.partition, self.out = conn, table, partition, out
+        self.rows = 0
+
+    def append(self, frame: Frame) -> int:
+        """Write ``frame``'s rows (cast as ``write_partition`` casts them) as the file's next
+        row groups, streamed through DuckDB batch by batch; rows written."""
+        with _typed(self.conn, self.table, frame, self.partition) as (relation, rows):
+            for batch in relation.to_arrow_reader(ROW_GROUP_ROWS):
+                self.out.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
+        self.rows += rows
+        return rows
+
+
+@contextmanager
+def partition_writer(
+    conn: duckdb.DuckDBPyConnection, lake: Path, table: LakeTable, partition: Mapping[str, object]
+) -> Iterator[PartitionWriter]:
+    """One partition's file written from several frames (a day's shards, each appended as it
+    comes, never all held at once): under a temporary name, renamed over the partition's file
+    when the block ends, removed when it raises. Readers see the old partition or the whole
+    new one, as with ``write_partition``; no frame appended: an empty partition."""
+    target = partition_file(lake, table, partition)
+    with _replacing(target) as temp, pq.ParquetWriter(temp, _arrow_schema(conn, table), **PARQUET_OPTIONS) as out:
+        yield PartitionWriter(conn, table, partition, out)
+
+
+def _arrow_schema(conn: duckdb.DuckDBPyConnection, table: LakeTable) -> pa.Schema:
+    """The Arrow schema of ``table``'s files (its columns but the keys, as DuckDB hands them out)."""
+    nulls = ", ".join(
+        f"CAST(NULL AS {kind}) AS {quote_ident(c)}" for c, kind in lake_columns(table.name) if c not in table.keys
+    )
+    return conn.sql(f"SELECT {nulls} WHERE false").to_arrow_table().schema
+
+
+@contextmanager
+def _typed(
+    conn: duckdb.DuckDBPyConnection, table: LakeTable, frame: Frame, partition: Mapping[str, object]
+) -> Iterator[tuple[duckdb.DuckDBPyRelation, int]]:
+    """``frame`` as a relation of the table's columns (keys left out) in its types, missing
+    ones NULL, once its key columns (when present) are checked to hold the partition's
+    values; with its row count."""
     data = to_arrow(frame)
     columns = lake_columns(table.name)
     known = {column for column, _ in columns}
@@ -137,11 +193,9 @@ def write_partition(
             for c, kind in columns
             if c not in table.keys
         )
-        relation = conn.sql(f"SELECT {select} FROM {quote_ident(view)}")
-        write_relation(relation, target)
+        yield conn.sql(f"SELECT {select} FROM {quote_ident(view)}"), data.num_rows
     finally:
         conn.unregister(view)
-    return data.num_rows
 
 
 def _check_inside(
@@ -160,11 +214,19 @@ def _check_inside(
 
 def write_relation(relation: duckdb.DuckDBPyRelation, target: Path) -> None:
     """Write a query's rows as Parquet to ``target``: a temporary file beside it, then a rename."""
+    with _replacing(target) as temp:
+        relation.write_parquet(str(temp), compression="zstd")
+
+
+@contextmanager
+def _replacing(target: Path) -> Iterator[Path]:
+    """A temporary path beside ``target`` to write; renamed over ``target`` (flushed to disk
+    first) when the block ends, removed when it raises."""
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(target.parent)
     temp = target.with_name(f".{target.name}.{_host()}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
     try:
-        relation.write_parquet(str(temp), compression="zstd")
+        yield temp
         _fsync(temp)
         os.replace(temp, target)
     except BaseException:
