@@ -92,7 +92,12 @@ def materialize_step(config: str, module: str, name: str) -> dict:
         for event in result.get_asset_materialization_events()
         if "rows" in event.materialization.metadata
     ]
-    return {"peak_mib": round(_status_mib("VmHWM")), "base_mib": round(base), "seconds": round(seconds, 1), "rows": sum(rows)}
+    return {
+        "peak_mib": round(_status_mib("VmHWM")),
+        "base_mib": round(base),
+        "seconds": round(seconds, 1),
+        "rows": sum(rows),
+    }
 
 
 def measure(config: Path) -> dict[str, dict]:

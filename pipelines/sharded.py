@@ -16,11 +16,11 @@ from warehouse.partitions import Frame
 def day_host_ranges(step: Step, table: Table, cluster: ClusterConfig) -> list[HostRange]:
     """The host ranges of ``cluster``'s rows of ``table`` in the step's day, at most the cluster's
     ``metrics.gpus_per_shard`` GPUs each."""
-    pairs = step.sql(
-        f"SELECT DISTINCT hostname, gpu FROM {table.name} WHERE cluster = ? AND {table.period} = ?",
+    instances = step.sql(
+        f"SELECT DISTINCT hostname, gpu, gpu_i_id FROM {table.name} WHERE cluster = ? AND {table.period} = ?",
         [cluster.name, step.period],
     )
-    return host_ranges(pairs, cluster.metrics.gpus_per_shard)
+    return host_ranges(instances, cluster.metrics.gpus_per_shard)
 
 
 def write_by_host_ranges(step: Step, read: Table, build: Callable[[ClusterConfig, HostRange], Frame]) -> dict[str, int]:

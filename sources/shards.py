@@ -11,8 +11,9 @@ labels are equal, UUID and host included. So a shard screened alone gives exactl
 the whole day screened at once gives.
 
 Devices are packed in order (kind, then host, then key: a shard holds neighbouring hosts) into
-shards of at most ``gpus_per_shard`` GPUs; a device larger than that (a host of UUID-less GPUs)
-is a shard of its own. A day of no more than ``gpus_per_shard`` GPUs is one shard, ``WHOLE``,
+shards of at most ``gpus_per_shard`` GPUs, a MIG instance counting as one (its rows are as many
+as a whole GPU's); a device larger than that (a host of UUID-less GPUs, a GPU split in more
+instances) is a shard of its own. A day of no more than ``gpus_per_shard`` GPUs is one shard, ``WHOLE``,
 read as it always was. Pure: frames of device labels in, shards out.
 """
 
@@ -26,7 +27,7 @@ import polars as pl
 UUID, HOST, NONE, ALL = "uuid", "host", "none", "all"  # device kinds (packed in this order); ALL: no filter
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 KINDS = (UUID, HOST, NONE)
-DEVICE_LABELS = ["uuid", "hostname", "gpu"]  # the label columns that name a device
+DEVICE_LABELS = ["uuid", "hostname", "gpu", "gpu_i_id"]  # the label columns that name a device and its GPUs
 
 
 @dataclass(frozen=True)
@@ -65,22 +66,23 @@ WHOLE = Shard(ALL)
 
 
 def devices(labels: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    """One row per device of rows with ``uuid``, ``hostname`` and ``gpu`` columns: ``kind``,
-    ``key``, the GPUs it counts (1 per UUID; a host's distinct ``gpu`` values), the first and
-    last host name of its rows and whether some have none. Sorted in packing order."""
+    """One row per device of rows with the ``DEVICE_LABELS`` columns: ``kind``, ``key``, the
+    GPUs it counts (its distinct ``gpu``, ``gpu_i_id`` pairs: a MIG instance counts as a GPU,
+    its rows are as many as a whole GPU's), the first and last host name of its rows and
+    whether some have none. Sorted in packing order."""
     uuid, host = pl.col("uuid"), pl.col("hostname")
     kind = pl.when(uuid.is_not_null()).then(pl.lit(UUID)).when(host.is_not_null()).then(pl.lit(HOST))
     keyed = labels.lazy().with_columns(
         kind.otherwise(pl.lit(NONE)).alias("kind"), pl.coalesce(uuid, host, pl.lit("")).alias("key")
     )
     grouped = keyed.group_by("kind", "key").agg(
-        pl.when(pl.col("kind").first() == UUID).then(1).otherwise(pl.col("gpu").n_unique()).alias("gpus"),
+        pl.struct("gpu", "gpu_i_id").n_unique().alias("gpus"),
         host.min().alias("first_host"),
         host.max().alias("last_host"),
         host.is_null().any().alias("null_host"),
     )
     order = pl.col("kind").replace_strict({k: i for i, k in enumerate(KINDS)}, return_dtype=pl.UInt8)
-    return grouped.sort(order, "first_host", "key", nulls_last=True).collect()
+    return grouped.sort(order, "first_host", "key", nulls_last=True).collect(engine="streaming")
 
 
 def pack(found: pl.DataFrame, gpus_per_shard: int) -> list[Shard]:

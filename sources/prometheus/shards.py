@@ -39,6 +39,7 @@ TALLY_SCHEMA: dict[str, pl.DataType] = {
     "host_label": pl.String(),  # the label that gave ``hostname``
     "hostname": pl.String(),
     "gpu": pl.String(),
+    "gpu_i_id": pl.String(),
     "census_label": pl.String(),  # census_host: what the census counts the series under
     "census_host": pl.String(),
     "job": pl.String(),
@@ -52,7 +53,7 @@ def tally(label_sets: Iterable[Mapping[str, str]], exporter: Exporter) -> pl.Dat
     Host and UUID as ``normalize_series`` takes them: the first of the exporter's host labels
     that is set, its UUID label (an empty value is no value)."""
     rules = exporter.labels
-    uuid_label, gpu_label = rules.label_of("uuid"), rules.label_of("gpu")
+    uuid_label, gpu_labels = rules.label_of("uuid"), [rules.label_of("gpu"), rules.label_of("gpu_i_id")]
     exported = exported_labels(rules)
     counts: Counter[tuple] = Counter()
     for labels in label_sets:
@@ -62,7 +63,7 @@ def tally(label_sets: Iterable[Mapping[str, str]], exporter: Exporter) -> pl.Dat
                 (labels.get(uuid_label) or None) if uuid_label else None,
                 host_label,
                 labels[host_label] if host_label else None,
-                labels.get(gpu_label) if gpu_label else None,
+                *(labels.get(label) if label else None for label in gpu_labels),
                 *census_host(labels),
                 labels.get("job"),
                 any(labels.get(name) for name in exported),

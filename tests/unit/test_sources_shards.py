@@ -21,8 +21,9 @@ from transforms.helpers.host_ranges import EVERY_HOST, HostRange, host_ranges
 DAY = date(2026, 3, 2)
 
 
-def labels(rows: list[tuple[str | None, str | None, int]]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema={"uuid": pl.String, "hostname": pl.String, "gpu": pl.Int16}, orient="row")
+def labels(rows: list[tuple]) -> pl.DataFrame:
+    schema = {"uuid": pl.String, "hostname": pl.String, "gpu": pl.Int16, "gpu_i_id": pl.Int16}
+    return pl.DataFrame([(*row, None)[:4] for row in rows], schema=schema, orient="row")
 
 
 def test_devices_are_uuids_else_hosts_packed_in_host_order() -> None:
@@ -33,6 +34,8 @@ def test_devices_are_uuids_else_hosts_packed_in_host_order() -> None:
                 ("GPU-a", "n1", 0),
                 ("GPU-a", "exporter-pod", 0),  # a restart duplicate: the same GPU
                 ("GPU-c", "n1", 1),
+                ("GPU-m", "n2", 1, 1),  # a MIG GPU: each instance counts
+                ("GPU-m", "n2", 1, 2),
                 (None, "n3", 0),
                 (None, "n3", 1),
                 (None, None, 0),
@@ -43,6 +46,7 @@ def test_devices_are_uuids_else_hosts_packed_in_host_order() -> None:
         (UUID, "GPU-a", 1),
         (UUID, "GPU-c", 1),
         (UUID, "GPU-b", 1),
+        (UUID, "GPU-m", 2),
         (HOST, "n3", 2),
         (NONE, "", 1),
     ]
@@ -51,6 +55,7 @@ def test_devices_are_uuids_else_hosts_packed_in_host_order() -> None:
     assert [(s.kind, s.keys, s.gpus) for s in shards] == [
         (UUID, ("GPU-a", "GPU-c"), 2),
         (UUID, ("GPU-b",), 1),
+        (UUID, ("GPU-m",), 2),
         (HOST, ("n3",), 2),
         (NONE, (), 1),
     ]
@@ -65,11 +70,9 @@ def test_a_device_larger_than_a_shard_is_a_shard_of_its_own() -> None:
 
 
 def test_host_ranges_hold_whole_hosts_and_rows_without_a_host_first() -> None:
-    pairs = pl.DataFrame(
-        {"hostname": ["n1", "n1", "n2", "n3", None], "gpu": [0, 1, 0, 0, 0]}, schema_overrides={"gpu": pl.Int16}
-    )
-    assert host_ranges(pairs, 8) == [EVERY_HOST]
-    ranges = host_ranges(pairs, 2)
+    instances = labels([(None, "n1", 0), (None, "n1", 1), (None, "n2", 0), (None, "n3", 0), (None, None, 0)])
+    assert host_ranges(instances, 8) == [EVERY_HOST]
+    ranges = host_ranges(instances, 2)
     assert ranges == [HostRange(None, None), HostRange("n1", "n1"), HostRange("n2", "n3")]
     assert [(r.where, r.params) for r in ranges[:2]] == [
         ("hostname IS NULL", []),
@@ -118,7 +121,7 @@ def test_a_parquet_day_in_shards_holds_every_row_once(tmp_path: Path) -> None:
     end = start + timedelta(days=1)
     whole = source.read_samples("c1", start, end)
     parts = list(source.read_shards("c1", start, end, 8))
-    assert len(parts) == 8  # 64 UUIDs
-    assert all(part.get_column("uuid").n_unique() <= 8 for part in parts)
+    assert len(parts) == 16  # 64 UUIDs, each a whole GPU's rows and a MIG instance's
+    assert all(part.select("uuid", "gpu_i_id").unique().height <= 8 for part in parts)
     assert same_rows(pl.concat(parts), whole)
-    assert len(list(source.read_shards("c1", start, end, 64))) == 1
+    assert len(list(source.read_shards("c1", start, end, 128))) == 1

@@ -4,9 +4,9 @@ Every DCGM rollup groups by host (then GPU, instance, job...) and the energy cou
 increments run per host, GPU and instance, so the rows of a range of hosts roll up exactly as
 they do inside the whole day; and since each rollup sorts by host first, range after range
 gives the same rows in the same order. A range holds neighbouring hosts of at most
-``gpus_per_shard`` GPUs (one host at least; a host's GPUs are its distinct ``gpu`` values); rows
-without a host are a range of their own, first (nulls sort first). Pure: the day's
-(``hostname``, ``gpu``) pairs in, ranges out.
+``gpus_per_shard`` GPUs (one host at least; a host's GPUs are its distinct ``gpu``, ``gpu_i_id``
+pairs: a MIG instance counts as one); rows without a host are a range of their own, first
+(nulls sort first). Pure: the day's (``hostname``, ``gpu``, ``gpu_i_id``) triples in, ranges out.
 """
 
 from __future__ import annotations
@@ -46,9 +46,10 @@ class HostRange:
 EVERY_HOST = HostRange(whole=True)
 
 
-def host_ranges(pairs: pl.DataFrame, gpus_per_shard: int) -> list[HostRange]:
-    """The ranges of the day's (``hostname``, ``gpu``) pairs; ``[EVERY_HOST]`` when they fit in one."""
-    hosts = devices(pairs.select(pl.lit(None, pl.String).alias("uuid"), "hostname", "gpu"))
+def host_ranges(instances: pl.DataFrame, gpus_per_shard: int) -> list[HostRange]:
+    """The ranges of the day's (``hostname``, ``gpu``, ``gpu_i_id``) instances; ``[EVERY_HOST]``
+    when they fit in one."""
+    hosts = devices(instances.select(pl.lit(None, pl.String).alias("uuid"), "hostname", "gpu", "gpu_i_id"))
     shards = pack(hosts, gpus_per_shard)
     return [_range(shard) for shard in sorted(shards, key=lambda shard: shard.kind != NONE)]
 
