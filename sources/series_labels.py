@@ -22,7 +22,8 @@ Mapping (per series), by the exporter's ``SeriesLabels``:
   when any of its series carries an ``exported_*`` label; then the workload is
   ``exported_*`` and the plain labels go to ``extra_labels`` on every series of that job,
   including idle GPUs without a workload (deciding per series would charge those to the
-  exporter pod). ``kubernetes_labels="exported"``/``"direct"`` forces the choice. Older
+  exporter pod). A day read in shards passes the decision taken over the whole day's
+  series (``renamed_jobs``). ``kubernetes_labels="exported"``/``"direct"`` forces the choice. Older
   spellings (dcgm-exporter: ``pod_name``/``pod_namespace``) fill the column when the
   preferred label is absent.
 - Every other label, and every displaced one, goes into ``extra_labels``: a JSON object

@@ -9,6 +9,9 @@ half of one, and a rerun replaces it. Temporary files of killed writers never ma
 a dead process on this host at once, any host's after a day). No lock is taken: writers of
 different partitions never touch the same file, and two writers of one partition both rename
 complete files (the last one wins), so the lake may be a shared mount written from several hosts.
+``partition_writer`` writes a partition's file from several frames (a day's shards), each
+appended as row groups as it comes, and renames it into place after the last: the same
+atomicity, without holding the whole partition in memory.
 
 Column types come from the warehouse migrations (``lake_columns``: the DDL of the tables, run in
 memory), so every file of a table has the same types. ``attach`` makes each table's name a view
@@ -33,6 +36,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from contracts.signals import SIGNALS
 from warehouse.connection import first_row
 from warehouse.partitions import Frame, PartitionMismatchError, UnknownColumnError, quote_ident, to_arrow
 
@@ -159,8 +163,27 @@ def partition_writer(
     when the block ends, removed when it raises. Readers see the old partition or the whole
     new one, as with ``write_partition``; no frame appended: an empty partition."""
     target = partition_file(lake, table, partition)
-    with _replacing(target) as temp, pq.ParquetWriter(temp, _arrow_schema(conn, table), **PARQUET_OPTIONS) as out:
+    schema = _arrow_schema(conn, table)
+    encodings = _encodings(schema)
+    dictionary = [name for name in schema.names if name not in encodings]
+    with (
+        _replacing(target) as temp,
+        pq.ParquetWriter(temp, schema, use_dictionary=dictionary, column_encoding=encodings, **PARQUET_OPTIONS) as out,
+    ):
         yield PartitionWriter(conn, table, partition, out)
+
+
+def _encodings(schema: pa.Schema) -> dict[str, str]:
+    """Column encodings other than dictionaries: timestamps step regularly (delta), a counter's
+    readings are unique per row (byte-stream-split lets zstd find their slowly changing high
+    bytes): a day of samples is smaller than DuckDB writes it, in less CPU time."""
+    counters = {signal.name for signal in SIGNALS if signal.kind == "counter"}
+    encodings = {field.name: "DELTA_BINARY_PACKED" for field in schema if pa.types.is_timestamp(field.type)}
+    return encodings | {
+        field.name: "BYTE_STREAM_SPLIT"
+        for field in schema
+        if field.name in counters and pa.types.is_floating(field.type)
+    }
 
 
 def _arrow_schema(conn: duckdb.DuckDBPyConnection, table: LakeTable) -> pa.Schema:

@@ -41,12 +41,15 @@ class ReadReport:
         }
 
     @classmethod
-    def total(cls, parts: Sequence[ReadReport], fields: Sequence[str], gpu_shards: int) -> ReadReport:
-        """The reads of a day's shards as one (``fields``: the exporter's metrics, in order)."""
+    def total(
+        cls, parts: Sequence[ReadReport], fields: Sequence[str], censuses: Sequence[Census], gpu_shards: int
+    ) -> ReadReport:
+        """The reads of a day's shards as one (``fields``: the exporter's metrics, in order;
+        ``censuses``: the day's, as listed once for all shards)."""
         present = {field for part in parts for field in part.fields_present}
         return cls(
             fields_present=tuple(field for field in fields if field in present),
-            censuses=tuple(census for part in parts for census in part.censuses),
+            censuses=tuple(censuses),
             fetch=FetchStats.total([part.fetch for part in parts]),
             n_series=sum(part.n_series for part in parts),
             n_samples=sum(part.n_samples for part in parts),

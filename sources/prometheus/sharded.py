@@ -43,4 +43,4 @@ def read_in_shards(
         if source.last_report is not None:
             reports.append(source.last_report)
         yield long, plan.renamed_jobs if plan.sharded else None
-    source.last_report = ReadReport.total(reports, list(source.fields), len(plan.shards))
+    source.last_report = ReadReport.total(reports, list(source.fields), list(plan.censuses.values()), len(plan.shards))
