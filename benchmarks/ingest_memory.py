@@ -12,6 +12,11 @@ other, each in a fresh spawned process as Dagster's multiprocess executor runs a
 (``VmHWM``), its RSS once the imports are done (``base``) and its wall time.
 ``--gpus-per-shard`` sets ``[clusters.metrics] gpus_per_shard`` (left out: the default).
 
+``--source prometheus``: the day is simulated as ``cardhours bench ingest`` simulates it (15 s,
+seed 5; OpenMetrics back-filled with the real ``promtool``, reused from ``<work>/prom-<gpus>``),
+served by the real ``prometheus``, and only ``raw/dcgm_samples`` is measured (the rollups read
+the lake, as with files).
+
 The last line is the result as JSON. Results: benchmarks/README.md ("Memory per worker").
 """
 
@@ -69,8 +74,8 @@ def site_config(sim: Path, run: Path, gpus_per_shard: int | None) -> Path:
     return config
 
 
-def materialize_step(config: str, module: str, name: str) -> dict:
-    """One asset for the day, in this (fresh) process: its peak RSS and time."""
+def materialize_step(config: str, module: str, name: str, day: date = DAY) -> dict:
+    """One asset for ``day``, in this (fresh) process: its peak RSS and time."""
     from importlib import import_module
 
     from dagster import materialize
@@ -82,7 +87,7 @@ def materialize_step(config: str, module: str, name: str) -> dict:
     started = time.perf_counter()
     result = materialize(
         [asset],
-        partition_key=DAY.isoformat(),
+        partition_key=day.isoformat(),
         resources={"cardhours": CardhoursResource(config_path=config)},
         raise_on_error=True,
     )
@@ -100,13 +105,35 @@ def materialize_step(config: str, module: str, name: str) -> dict:
     }
 
 
-def measure(config: Path) -> dict[str, dict]:
+def measure(config: Path, day: date = DAY, assets: tuple = ASSETS) -> dict[str, dict]:
     context = multiprocessing.get_context("spawn")
     out = {}
-    for label, module, name in ASSETS:
+    for label, module, name in assets:
         with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-            out[label] = pool.submit(materialize_step, str(config), module, name).result()
+            out[label] = pool.submit(materialize_step, str(config), module, name, day).result()
     return out
+
+
+def prometheus_run(work: Path, gpus: int, run: Path, gpus_per_shard: int | None) -> dict[str, dict]:
+    """``raw/dcgm_samples`` of a day of ``gpus`` GPUs read from a real Prometheus."""
+    from cardhours.bench.ingest import START, _prepare
+    from cardhours.bench.prometheus_server import PrometheusServer
+
+    root = work / f"prom-{gpus}"
+    data_dir, _ = _prepare(gpus, 24, 15, root, lambda stage, done, total: None)
+    with PrometheusServer(data_dir, root / "server") as server:
+        text = (root / "sim" / "cardhours.toml").read_text()
+        metrics = re.search(r"\[clusters\.metrics\]\n(?:[^\n]+\n)*", text).group(0)
+        shard = f"gpus_per_shard = {gpus_per_shard}\n" if gpus_per_shard is not None else ""
+        text = text.replace(
+            metrics,
+            f'[clusters.metrics]\nsource = "prometheus"\n{shard}\n[clusters.prometheus]\nurl = "{server.url}"\n'
+            "step_seconds = 15\nscrape_interval_seconds = 15\n",
+        )
+        text = text.replace('path = "cardhours.duckdb"', f'path = "{run / "cardhours.duckdb"}"', 1)
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "cardhours.toml").write_text(text)
+        return measure(run / "cardhours.toml", START, ASSETS[:1])
 
 
 def main() -> None:
@@ -114,14 +141,17 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, nargs="+", default=[250, 1000, 2000])
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--gpus-per-shard", type=int, default=None)
+    parser.add_argument("--source", choices=["file", "prometheus"], default="file")
     parser.add_argument("--label", default="", help="a name for this run in the output (e.g. the branch)")
     args = parser.parse_args()
     results = {}
     for gpus in args.gpus:
-        sim = simulated(args.work, gpus)
-        run = args.work / f"run-{gpus}{'-' + args.label if args.label else ''}"
+        run = args.work / f"run-{args.source}-{gpus}{'-' + args.label if args.label else ''}"
         load = os.getloadavg()[0]
-        steps = measure(site_config(sim, run, args.gpus_per_shard))
+        if args.source == "prometheus":
+            steps = prometheus_run(args.work, gpus, run, args.gpus_per_shard)
+        else:
+            steps = measure(site_config(simulated(args.work, gpus), run, args.gpus_per_shard))
         results[gpus] = {"load": round(load, 2), "steps": steps}
         print(f"{gpus} GPUs (load {load:.2f}):")
         for label, step in steps.items():
@@ -129,7 +159,11 @@ def main() -> None:
                 f"  {label:16} peak {step['peak_mib']:6} MiB  base {step['base_mib']:5} MiB  "
                 f"{step['seconds']:6.1f} s  {step['rows']:,} rows"
             )
-    print(json.dumps({"label": args.label, "gpus_per_shard": args.gpus_per_shard, "results": results}))
+    print(
+        json.dumps(
+            {"label": args.label, "source": args.source, "gpus_per_shard": args.gpus_per_shard, "results": results}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from pipelines.partitions import naive_window
 from pipelines.resources import CardhoursResource
 from pipelines.store import Span, Store
 from pipelines.tables import TABLES, Node, Table
-from warehouse.lake import PartitionWriter
+from warehouse.lake_parts import PartitionWriter
 from warehouse.landings import Landing
 from warehouse.partitions import Frame
 

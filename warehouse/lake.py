@@ -9,9 +9,8 @@ half of one, and a rerun replaces it. Temporary files of killed writers never ma
 a dead process on this host at once, any host's after a day). No lock is taken: writers of
 different partitions never touch the same file, and two writers of one partition both rename
 complete files (the last one wins), so the lake may be a shared mount written from several hosts.
-``partition_writer`` writes a partition's file from several frames (a day's shards), each
-appended as row groups as it comes, and renames it into place after the last: the same
-atomicity, without holding the whole partition in memory.
+``warehouse.lake_parts.partition_writer`` writes a partition's file from several frames (a
+day's shards) with the same atomicity.
 
 Column types come from the warehouse migrations (``lake_columns``: the DDL of the tables, run in
 memory), so every file of a table has the same types. ``attach`` makes each table's name a view
@@ -34,17 +33,13 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from contracts.signals import SIGNALS
 from warehouse.connection import first_row
 from warehouse.partitions import Frame, PartitionMismatchError, UnknownColumnError, quote_ident, to_arrow
 
 FILE = "part-0.parquet"
 _TEMP = re.compile(r"^\.part-0\.parquet\.(?P<host>[^.]+)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$")
 STALE_SECONDS = 24 * 3600
-ROW_GROUP_ROWS = 122_880  # rows per row group of a file written in parts (DuckDB's own row group size)
-PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3}  # as DuckDB writes: zstd, level 3
 _VALUE = re.compile(r"^[A-Za-z0-9_.:+-]+$")
 
 
@@ -130,72 +125,13 @@ def write_partition(
     """Replace one partition's file with ``frame`` (atomically; columns cast to the table's types,
     missing ones NULL); rows written. Frame key columns, when present, must hold the partition's values."""
     target = partition_file(lake, table, partition)
-    with _typed(conn, table, frame, partition) as (relation, rows):
+    with typed_frame(conn, table, frame, partition) as (relation, rows):
         write_relation(relation, target)
     return rows
 
 
-class PartitionWriter:
-    """Appends frames to one partition's file being written (``partition_writer``)."""
-
-    def __init__(
-        self, conn: duckdb.DuckDBPyConnection, table: LakeTable, partition: Mapping[str, object], out: pq.ParquetWriter
-    ) -> None:
-        self.conn, self.table, self.partition, self.out = conn, table, partition, out
-        self.rows = 0
-
-    def append(self, frame: Frame) -> int:
-        """Write ``frame``'s rows (cast as ``write_partition`` casts them) as the file's next
-        row groups, streamed through DuckDB batch by batch; rows written."""
-        with _typed(self.conn, self.table, frame, self.partition) as (relation, rows):
-            for batch in relation.to_arrow_reader(ROW_GROUP_ROWS):
-                self.out.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
-        self.rows += rows
-        return rows
-
-
 @contextmanager
-def partition_writer(
-    conn: duckdb.DuckDBPyConnection, lake: Path, table: LakeTable, partition: Mapping[str, object]
-) -> Iterator[PartitionWriter]:
-    """One partition's file written from several frames (a day's shards, each appended as it
-    comes, never all held at once): under a temporary name, renamed over the partition's file
-    when the block ends, removed when it raises. Readers see the old partition or the whole
-    new one, as with ``write_partition``; no frame appended: an empty partition."""
-    target = partition_file(lake, table, partition)
-    schema = _arrow_schema(conn, table)
-    encodings = _encodings(schema)
-    dictionary = [name for name in schema.names if name not in encodings]
-    with (
-        _replacing(target) as temp,
-        pq.ParquetWriter(temp, schema, use_dictionary=dictionary, column_encoding=encodings, **PARQUET_OPTIONS) as out,
-    ):
-        yield PartitionWriter(conn, table, partition, out)
-
-
-def _encodings(schema: pa.Schema) -> dict[str, str]:
-    """Column encodings other than dictionaries: timestamps step regularly (delta), a counter's
-    readings are unique per row (byte-stream-split lets zstd find their slowly changing high
-    bytes): a day of samples is smaller than DuckDB writes it, in less CPU time."""
-    counters = {signal.name for signal in SIGNALS if signal.kind == "counter"}
-    encodings = {field.name: "DELTA_BINARY_PACKED" for field in schema if pa.types.is_timestamp(field.type)}
-    return encodings | {
-        field.name: "BYTE_STREAM_SPLIT"
-        for field in schema
-        if field.name in counters and pa.types.is_floating(field.type)
-    }
-
-
-def _arrow_schema(conn: duckdb.DuckDBPyConnection, table: LakeTable) -> pa.Schema:
-    """The Arrow schema of ``table``'s files (its columns but the keys, as DuckDB hands them out)."""
-    nulls = ", ".join(
-        f"CAST(NULL AS {kind}) AS {quote_ident(c)}" for c, kind in lake_columns(table.name) if c not in table.keys
-    )
-    return conn.sql(f"SELECT {nulls} WHERE false").to_arrow_table().schema
-
-
-@contextmanager
-def _typed(
+def typed_frame(
     conn: duckdb.DuckDBPyConnection, table: LakeTable, frame: Frame, partition: Mapping[str, object]
 ) -> Iterator[tuple[duckdb.DuckDBPyRelation, int]]:
     """``frame`` as a relation of the table's columns (keys left out) in its types, missing
@@ -237,12 +173,12 @@ def _check_inside(
 
 def write_relation(relation: duckdb.DuckDBPyRelation, target: Path) -> None:
     """Write a query's rows as Parquet to ``target``: a temporary file beside it, then a rename."""
-    with _replacing(target) as temp:
+    with replacing(target) as temp:
         relation.write_parquet(str(temp), compression="zstd")
 
 
 @contextmanager
-def _replacing(target: Path) -> Iterator[Path]:
+def replacing(target: Path) -> Iterator[Path]:
     """A temporary path beside ``target`` to write; renamed over ``target`` (flushed to disk
     first) when the block ends, removed when it raises."""
     target.parent.mkdir(parents=True, exist_ok=True)
