@@ -146,22 +146,16 @@ def prometheus_config(url: str, step: int, sim_dir: Path) -> dict:
 
 
 def _timed_rounds(
-    config: dict,
-    start: datetime,
-    end: datetime,
-    rounds: int,
-    report: Progress,
-    decoder: str = "auto",
-    gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD,
+    config: dict, start: datetime, end: datetime, rounds: int, report: Progress, **read: object
 ) -> dict[str, dict]:
-    """ours (with ``decoder``) and raw alternately ``rounds`` times (the fastest of each kept, with
-    the highest peak RSS of its rounds, and each round's ours / raw as ``ours["round_ratios"]``),
-    then the client path once."""
+    """ours and raw alternately ``rounds`` times (the fastest of each kept, with the highest peak
+    RSS of its rounds, and each round's ours / raw as ``ours["round_ratios"]``), then the client
+    path once. ``read``: ``measure``'s decoder and gpus_per_shard."""
     runs: dict[str, list[dict]] = {"ours": [], "raw": []}
     for i in range(rounds):
         for name in runs:
             report(f"round {i + 1}/{rounds}: {name}", i, rounds + 1)
-            runs[name].append(measure(name, config, start, end, decoder, gpus_per_shard))
+            runs[name].append(measure(name, config, start, end, **read))
     timings = {
         name: {**min(results, key=lambda t: t["seconds"]), "rss_mib": max(t["rss_mib"] for t in results)}
         for name, results in runs.items()
@@ -208,7 +202,7 @@ def run_ingest_bench(
             config = prometheus_config(server.url, step_seconds, root / "sim")
             report("warm-up fetch (untimed)", 0, 0)
             measure("raw", config, start, end, gpus_per_shard=gpus_per_shard)
-            timings = _timed_rounds(config, start, end, rounds, report, decoder, gpus_per_shard)
+            timings = _timed_rounds(config, start, end, rounds, report, decoder=decoder, gpus_per_shard=gpus_per_shard)
     except PrometheusHarnessError as exc:
         raise BenchError(str(exc)) from exc
     finally:
