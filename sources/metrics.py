@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import polars as pl
 
@@ -18,6 +18,9 @@ from config.cluster import DEFAULT_GPUS_PER_SHARD, ClusterConfig
 from contracts.exporters import DCGM, Exporter, get_exporter
 from contracts.schemas import RAW_SAMPLE_SCHEMA
 from sources.shards import DEVICE_LABELS, WHOLE, Shard, devices, pack
+
+if TYPE_CHECKING:
+    from sources.prometheus import LongSamples
 
 __all__ = ["MetricsSource", "FileMetricsSource", "MetricsSourceError", "conform_samples"]
 
@@ -112,19 +115,22 @@ class FileMetricsSource:
     def _openmetrics(self, cluster: str, start: datetime, end: datetime, gpus_per_shard: int | None):
         from sources.openmetrics import OpenMetricsError, read_openmetrics
         from sources.series_labels import normalize_series
-        from sources.series_pivot import pivot_samples
 
         try:
             long = read_openmetrics(self.path, start, end)
             series = long.series.filter(pl.col("__name__").is_in(list(self.exporter.metric_signals)))
             normalized = normalize_series(series, self.exporter)
             for shard in self._plan(normalized, gpus_per_shard):
-                mine = shard.of(normalized)
-                samples = long.samples.join(mine.select("series_id"), on="series_id", how="semi")
-                wide = pivot_samples(mine, samples, self.exporter.scales)
-                yield conform_samples(wide, cluster).collect()
+                yield self._pivot(long, shard.of(normalized), cluster)
         except (OpenMetricsError, ValueError) as exc:
             raise MetricsSourceError(f"cannot read {self.exporter.title} samples from {self.path}: {exc}") from exc
+
+    def _pivot(self, long: LongSamples, normalized: pl.DataFrame, cluster: str) -> pl.DataFrame:
+        """The wide rows of the ``normalized`` series' samples in ``long``."""
+        from sources.series_pivot import pivot_samples
+
+        samples = long.samples.join(normalized.select("series_id"), on="series_id", how="semi")
+        return conform_samples(pivot_samples(normalized, samples, self.exporter.scales), cluster).collect()
 
     def _scan(self, cluster: str, start: datetime, end: datetime) -> pl.LazyFrame | None:
         """The window's samples of ``cluster`` in the Parquet files (None: no file)."""

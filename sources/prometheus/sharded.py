@@ -12,6 +12,7 @@ from sources.prometheus import LongSamples
 from sources.prometheus.gc_pause import gc_paused
 from sources.prometheus.report import ReadReport
 from sources.prometheus.shards import Partition, ShardPlan
+from sources.shards import Shard
 
 if TYPE_CHECKING:
     from sources.prometheus.source import PrometheusMetricsSource
@@ -38,9 +39,13 @@ def read_in_shards(
     Once all are read, ``source.last_report`` tells of all of them."""
     plan = plan_shards(source, partitions, gpus_per_shard)
     reports: list[ReadReport] = []
-    for shard in plan.shards:
+
+    def read(shard: Shard) -> LongSamples:  # no local here holds a shard once the caller has it
         long = source.read_long(start, end, plan.selections(shard))
         if source.last_report is not None:
             reports.append(source.last_report)
-        yield long, plan.renamed_jobs if plan.sharded else None
+        return long
+
+    for shard in plan.shards:
+        yield read(shard), plan.renamed_jobs if plan.sharded else None
     source.last_report = ReadReport.total(reports, list(source.fields), list(plan.censuses.values()), len(plan.shards))

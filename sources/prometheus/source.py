@@ -114,14 +114,14 @@ class PrometheusMetricsSource:
         return self.last_report.fields_present if self.last_report else ()
 
     def read_samples(self, cluster: str, start: datetime, end: datetime) -> pl.DataFrame:
-        return self.wide(self.read_long(start, end), cluster)
+        return self.wide(self.read_long(start, end), cluster=cluster)
 
     def read_shards(
         self, cluster: str, start: datetime, end: datetime, gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD
     ) -> Iterator[pl.DataFrame]:
-        """The window's samples in shards of GPUs (``sources.prometheus.shards``), one read each."""
-        for long, renamed_jobs in self.read_long_shards(start, end, gpus_per_shard):
-            yield self.wide(long, cluster, renamed_jobs)
+        """The window's samples in shards of GPUs (``sources.prometheus.shards``), one read each;
+        a shard's long samples are let go as soon as its rows are made."""
+        return map(lambda shard: self.wide(*shard, cluster=cluster), self.read_long_shards(start, end, gpus_per_shard))
 
     def read_long_shards(
         self, start: datetime, end: datetime, gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD
@@ -130,7 +130,7 @@ class PrometheusMetricsSource:
         return read_in_shards(self, start, end, self.partitions(to_ms(start), to_ms(end)), gpus_per_shard)
 
     def wide(
-        self, long: LongSamples, cluster: str, renamed_jobs: Mapping[str | None, bool] | None = None
+        self, long: LongSamples, renamed_jobs: Mapping[str | None, bool] | None = None, *, cluster: str
     ) -> pl.DataFrame:
         """``long`` as ``RAW_SAMPLE_SCHEMA`` rows of ``cluster`` (``renamed_jobs``: normalize_series)."""
         try:
