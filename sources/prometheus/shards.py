@@ -28,7 +28,7 @@ import polars as pl
 from contracts.exporters import Exporter
 from sources.prometheus import LongSamples
 from sources.prometheus.plan_types import Census, census_host
-from sources.prometheus.promql import host_shard_matchers, selector
+from sources.prometheus.promql import HOST_LABELS, host_shard_matchers, selector
 from sources.series_labels import exported_labels
 from sources.shards import ALL, DEVICE_LABELS, HOST, NONE, Shard, devices, pack
 
@@ -49,27 +49,23 @@ TALLY_SCHEMA: dict[str, pl.DataType] = {
 
 
 def tally(label_sets: Iterable[Mapping[str, str]], exporter: Exporter) -> pl.DataFrame:
-    """One census's series counted per device, census host and scrape job (``TALLY_SCHEMA``).
-    Host and UUID as ``normalize_series`` takes them: the first of the exporter's host labels
-    that is set, its UUID label (an empty value is no value)."""
+    """One census's series counted per device, census host and scrape job (``TALLY_SCHEMA``; a
+    combination may take several rows). Host and UUID as ``normalize_series`` takes them: the
+    first of the exporter's host labels that is set, its UUID label (an empty value is no value).
+    The label sets are counted by the labels read here first (series differ mostly in
+    ``hpc_job``), then each distinct one is tallied."""
     rules = exporter.labels
-    uuid_label, gpu_labels = rules.label_of("uuid"), [rules.label_of("gpu"), rules.label_of("gpu_i_id")]
+    uuid, gpu, instance = (rules.label_of(column) or "" for column in ("uuid", "gpu", "gpu_i_id"))
     exported = exported_labels(rules)
-    counts: Counter[tuple] = Counter()
-    for labels in label_sets:
-        host_label = next((name for name in rules.hostname if labels.get(name)), None)
-        counts[
-            (
-                (labels.get(uuid_label) or None) if uuid_label else None,
-                host_label,
-                labels[host_label] if host_label else None,
-                *(labels.get(label) if label else None for label in gpu_labels),
-                *census_host(labels),
-                labels.get("job"),
-                any(labels.get(name) for name in exported),
-            )
-        ] += 1
-    rows = [(*key, n) for key, n in counts.items()]
+    names = list(dict.fromkeys([uuid, gpu, instance, "job", *rules.hostname, *HOST_LABELS, *exported]))
+    counts = Counter(tuple(map(labels.get, names)) for labels in label_sets)
+    rows = []
+    for key, n in counts.items():
+        values = dict(zip(names, key, strict=True))
+        host_label = next((name for name in rules.hostname if values[name]), None)
+        device = (values[uuid] or None, host_label, values[host_label] if host_label else None)
+        job = (values["job"], any(values[name] for name in exported))
+        rows.append((*device, values[gpu], values[instance], *census_host(values), *job, n))
     return pl.DataFrame(rows, schema=TALLY_SCHEMA, orient="row")
 
 
