@@ -5,6 +5,8 @@ which series, on which hosts; metrics the site does not export have none and are
 then the planned requests (``plan``), fetched in parallel and merged (``fetch``) into
 ``LongSamples``. ``read_samples`` normalizes labels and pivots to ``RAW_SAMPLE_SCHEMA`` by the
 exporter's mapping (``contracts.exporters``: the cluster's ``[clusters.metrics] exporter``).
+``read_shards`` does the same a shard of GPUs at a time (``shards``, ``sharded``): every
+census first, then each shard's requests narrowed to its series.
 """
 
 from __future__ import annotations
