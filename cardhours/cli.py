@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cardhours.cli_ledger import close, ledger_app
 from cardhours.cli_support import ALL_DAYS, BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
 from config import Config
+from config.cluster import DEFAULT_GPUS_PER_SHARD
 
 app = typer.Typer(help="GPU utilization analytics and chargeback.", no_args_is_help=True, add_completion=False)
 config_app = typer.Typer(help="Configuration files.", no_args_is_help=True)
@@ -297,6 +298,10 @@ def bench_ingest(
             help="cardhours' decoder: auto (numba when cardhours[fast] is installed, else pyarrow), numba or pyarrow."
         ),
     ] = "auto",
+    gpus_per_shard: Annotated[
+        int,
+        typer.Option(min=1, help="Read the day in shards of at most this many GPUs, as [clusters.metrics] does."),
+    ] = DEFAULT_GPUS_PER_SHARD,
 ) -> None:
     """Back-fill a real Prometheus with simulated dcgm-exporter series, then time cardhours'
     ingest against a raw HTTP fetch of the same requests and prometheus-api-client's
@@ -320,6 +325,7 @@ def bench_ingest(
                 progress=report,
                 server_cpus=server_cpus,
                 decoder=decoder,
+                gpus_per_shard=gpus_per_shard,
                 say=lambda text: console.print(text, highlight=False),
             )
         except BenchError as exc:

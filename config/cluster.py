@@ -26,6 +26,7 @@ from config.urls import url_problem
 from contracts.exporters import DEFAULT_EXPORTER, EXPORTERS
 
 DEFAULT_STEP_SECONDS = 30  # dcgm-exporter's and the simulator's usual sample spacing
+DEFAULT_GPUS_PER_SHARD = 256  # a shard's day of samples at 30 s: about 0.7 M rows, a few hundred MB in memory
 _METRIC_NAME = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*$")
 
 
@@ -40,6 +41,11 @@ class MetricsConfig(StrictModel):
     step_seconds: PositiveInt | None = None
     # The day's ingest check fails when more than this share of samples was quarantined.
     max_quarantine_share: float = Field(default=0.01, ge=0.0, le=1.0)
+    # The daily ingest reads, screens and writes a day in shards of at most this many GPUs (a
+    # GPU's series are never split; a host's GPUs without a UUID stay together), and rolls the
+    # landed day up in shards of hosts of at most this many GPUs: a worker's memory follows
+    # the shard, not the cluster (docs/storage.md, "Memory per worker").
+    gpus_per_shard: PositiveInt = DEFAULT_GPUS_PER_SHARD
 
     @field_validator("exporter")
     @classmethod

@@ -4,8 +4,8 @@ declared, through the store (pipelines/store.py), opened on first use and closed
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from datetime import date, datetime
 from typing import Any
 
@@ -19,6 +19,7 @@ from pipelines.partitions import naive_window
 from pipelines.resources import CardhoursResource
 from pipelines.store import Span, Store
 from pipelines.tables import TABLES, Node, Table
+from warehouse.lake_parts import PartitionWriter
 from warehouse.landings import Landing
 from warehouse.partitions import Frame
 
@@ -136,6 +137,16 @@ class Step:
             partition = ({"cluster": cluster} if table.by_cluster else {}) | {table.period: self.period}
             frame = with_column(frame, table.period, self.period)
         return self.store.write(table, frame, partition, also)
+
+    @contextmanager
+    def writer(self, *, table: Table | None = None, cluster: str | None = None) -> Iterator[PartitionWriter]:
+        """This run's partition of a lake ``table`` (default: the asset's own; of ``cluster`` for a
+        table written per cluster) written from frames appended one by one (a day's shards),
+        replaced when the block ends (``Store.writer``)."""
+        table = table or self._own_table()
+        partition = ({"cluster": cluster} if table.by_cluster else {}) | {table.period: self.period}
+        with self.store.writer(table, partition) as out:
+            yield out
 
     def _write_each_cluster(self, frame: Frame, table: Table, also: Sequence[Landing]) -> int:
         data = frame if isinstance(frame, pl.DataFrame) else pl.DataFrame(frame)

@@ -36,6 +36,7 @@ from pipelines.tables import Table, lake_tables
 from warehouse import connect, read_frame, replace_partition
 from warehouse.connection import MEMORY
 from warehouse.lake import LakeTable, attach, partition_file, refresh, write_partition, write_relation
+from warehouse.lake_parts import PartitionWriter, partition_writer
 from warehouse.lake_upgrade import export_legacy
 from warehouse.landings import LANDINGS, Landing, write_landing
 from warehouse.partitions import Frame, quote_ident
@@ -168,6 +169,16 @@ class Store:
         for landing in also:
             self.land(landing)
         return rows
+
+    @contextmanager
+    def writer(self, table: Table, partition: Mapping[str, object]) -> Iterator[PartitionWriter]:
+        """Replace ``partition`` of a lake ``table`` with the frames appended to the writer, one
+        after the other (a day's shards), when the block ends (``warehouse.lake_parts.partition_writer``)."""
+        if not table.lake:
+            raise RuntimeError(f"{table.name} is stored in the DuckDB file: only lake tables are written in parts")
+        with partition_writer(self.conn, self.lake, table.lake_table, partition) as out:
+            yield out
+        refresh(self.conn, self.lake, table.lake_table)
 
     def land(self, landing: Landing) -> None:
         """Record a day's landing (ok, rejected or failed) in the lake."""

@@ -7,15 +7,20 @@ Every backend returns the samples of one cluster in ``[start, end)`` as a frame 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import polars as pl
 
-from config.cluster import ClusterConfig
+from config.cluster import DEFAULT_GPUS_PER_SHARD, ClusterConfig
 from contracts.exporters import DCGM, Exporter, get_exporter
 from contracts.schemas import RAW_SAMPLE_SCHEMA
+from sources.shards import DEVICE_LABELS, WHOLE, Shard, devices, pack
+
+if TYPE_CHECKING:
+    from sources.prometheus import LongSamples
 
 __all__ = ["MetricsSource", "FileMetricsSource", "MetricsSourceError", "conform_samples"]
 
@@ -31,6 +36,11 @@ class MetricsSource(Protocol):
 
     def read_samples(self, cluster: str, start: datetime, end: datetime) -> pl.DataFrame:
         """Samples with ``start <= ts < end`` in ``RAW_SAMPLE_SCHEMA`` order."""
+        ...
+
+    def read_shards(self, cluster: str, start: datetime, end: datetime, gpus_per_shard: int) -> Iterator[pl.DataFrame]:
+        """The same samples in frames of at most ``gpus_per_shard`` GPUs each (sources.shards:
+        a GPU's rows are all in one frame), read one after the other as the caller takes them."""
         ...
 
 
@@ -102,39 +112,70 @@ class FileMetricsSource:
                 files.extend(sorted(day_dir.glob("*.parquet")))
         return files
 
-    def _read_openmetrics(self, cluster: str, start: datetime, end: datetime) -> pl.DataFrame:
+    def _openmetrics(self, cluster: str, start: datetime, end: datetime, gpus_per_shard: int | None):
         from sources.openmetrics import OpenMetricsError, read_openmetrics
         from sources.series_labels import normalize_series
-        from sources.series_pivot import pivot_samples
 
         try:
             long = read_openmetrics(self.path, start, end)
             series = long.series.filter(pl.col("__name__").is_in(list(self.exporter.metric_signals)))
-            samples = long.samples.join(series.select("series_id"), on="series_id", how="semi")
-            wide = pivot_samples(normalize_series(series, self.exporter), samples, self.exporter.scales)
+            normalized = normalize_series(series, self.exporter)
+            for shard in self._plan(normalized, gpus_per_shard):
+                yield self._pivot(long, shard.of(normalized), cluster)
         except (OpenMetricsError, ValueError) as exc:
             raise MetricsSourceError(f"cannot read {self.exporter.title} samples from {self.path}: {exc}") from exc
-        return conform_samples(wide, cluster).collect()
 
-    def read_samples(self, cluster: str, start: datetime, end: datetime) -> pl.DataFrame:
-        if self.path.is_file() and self.path.suffix in OPENMETRICS_SUFFIXES:
-            return self._read_openmetrics(cluster, start, end)
+    def _pivot(self, long: LongSamples, normalized: pl.DataFrame, cluster: str) -> pl.DataFrame:
+        """The wide rows of the ``normalized`` series' samples in ``long``."""
+        from sources.series_pivot import pivot_samples
+
+        samples = long.samples.join(normalized.select("series_id"), on="series_id", how="semi")
+        return conform_samples(pivot_samples(normalized, samples, self.exporter.scales), cluster).collect()
+
+    def _scan(self, cluster: str, start: datetime, end: datetime) -> pl.LazyFrame | None:
+        """The window's samples of ``cluster`` in the Parquet files (None: no file)."""
         files = self._files(start, end)
         if not files:
-            return pl.DataFrame(schema=RAW_SAMPLE_SCHEMA)
+            return None
+        scan = pl.scan_parquet(files, hive_partitioning=False)
+        if "cluster" in scan.collect_schema().names():
+            scan = scan.filter(pl.col("cluster") == cluster)
+        scan = scan.drop([c for c in ("cluster", "day") if c in scan.collect_schema().names()])
+        return scan.filter((pl.col("ts") >= start) & (pl.col("ts") < end))
+
+    def _parquet(self, cluster: str, start: datetime, end: datetime, gpus_per_shard: int | None):
         try:
-            scan = pl.scan_parquet(files, hive_partitioning=False)
-            if "cluster" in scan.collect_schema().names():
-                scan = scan.filter(pl.col("cluster") == cluster)
-            scan = scan.drop([c for c in ("cluster", "day") if c in scan.collect_schema().names()])
-            window = (pl.col("ts") >= start) & (pl.col("ts") < end)
-            return conform_samples(scan.filter(window), cluster).collect()
+            scan = self._scan(cluster, start, end)
+            if scan is None:
+                yield pl.DataFrame(schema=RAW_SAMPLE_SCHEMA)
+                return
+            for shard in self._plan(conform_samples(scan, cluster).select(DEVICE_LABELS), gpus_per_shard):
+                yield conform_samples(shard.of(scan), cluster).collect()
         except (pl.exceptions.PolarsError, OSError) as exc:
-            where = _unreadable(files) or self.path
+            where = _unreadable(self._files(start, end)) or self.path
             raise MetricsSourceError(
                 f"cannot read {self.exporter.title} samples from {where}: {str(exc).splitlines()[0]}; "
                 "replace or remove that file, then rerun the day"
             ) from exc
+
+    @staticmethod
+    def _plan(labels: pl.DataFrame | pl.LazyFrame, gpus_per_shard: int | None) -> list[Shard]:
+        return [WHOLE] if gpus_per_shard is None else pack(devices(labels.select(DEVICE_LABELS)), gpus_per_shard)
+
+    def _shards(
+        self, cluster: str, start: datetime, end: datetime, gpus_per_shard: int | None
+    ) -> Iterator[pl.DataFrame]:
+        if self.path.is_file() and self.path.suffix in OPENMETRICS_SUFFIXES:
+            return self._openmetrics(cluster, start, end, gpus_per_shard)
+        return self._parquet(cluster, start, end, gpus_per_shard)
+
+    def read_samples(self, cluster: str, start: datetime, end: datetime) -> pl.DataFrame:
+        return next(self._shards(cluster, start, end, None))
+
+    def read_shards(
+        self, cluster: str, start: datetime, end: datetime, gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD
+    ) -> Iterator[pl.DataFrame]:
+        return self._shards(cluster, start, end, gpus_per_shard)
 
 
 def _unreadable(files: list[Path]) -> Path | None:

@@ -22,7 +22,8 @@ Mapping (per series), by the exporter's ``SeriesLabels``:
   when any of its series carries an ``exported_*`` label; then the workload is
   ``exported_*`` and the plain labels go to ``extra_labels`` on every series of that job,
   including idle GPUs without a workload (deciding per series would charge those to the
-  exporter pod). ``kubernetes_labels="exported"``/``"direct"`` forces the choice. Older
+  exporter pod). A day read in shards passes the decision taken over the whole day's
+  series (``renamed_jobs``). ``kubernetes_labels="exported"``/``"direct"`` forces the choice. Older
   spellings (dcgm-exporter: ``pod_name``/``pod_namespace``) fill the column when the
   preferred label is absent.
 - Every other label, and every displaced one, goes into ``extra_labels``: a JSON object
@@ -33,6 +34,7 @@ Mapping (per series), by the exporter's ``SeriesLabels``:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import polars as pl
@@ -50,11 +52,24 @@ def _label(columns: set[str], name: str) -> pl.Expr:
     return pl.col(name) if name in columns else pl.lit(None, dtype=pl.String())
 
 
-def _renamed(columns: set[str], rules: SeriesLabels, mode: KubernetesLabels) -> pl.Expr:
+def exported_labels(rules: SeriesLabels) -> list[str]:
+    """The labels whose presence on any series of a scrape job says Prometheus renamed its workload labels."""
+    return [RENAMED_PREFIX + names[0] for names in rules.workload.values()]
+
+
+def _renamed(
+    columns: set[str], rules: SeriesLabels, mode: KubernetesLabels, decided: Mapping[str | None, bool] | None
+) -> pl.Expr:
     """Per series: do the plain pod/namespace/container labels belong to the exporter?"""
     if mode != "auto":
         return pl.lit(mode == "exported")
-    exported = [RENAMED_PREFIX + names[0] for names in rules.workload.values()]
+    if decided is not None:  # decided over more series than these (a sharded read's census)
+        if "job" not in columns:
+            return pl.lit(decided.get(None, False))
+        known = {job: value for job, value in decided.items() if job is not None}
+        by_job = pl.col("job").replace_strict(known, default=False, return_dtype=pl.Boolean())
+        return pl.when(pl.col("job").is_null()).then(pl.lit(decided.get(None, False))).otherwise(by_job)
+    exported = exported_labels(rules)
     present = [pl.col(name).is_not_null() for name in exported if name in columns]
     if not present:
         return pl.lit(False)
@@ -162,8 +177,13 @@ def normalize_series(
     exporter: Exporter,
     *,
     kubernetes_labels: KubernetesLabels = "auto",
+    renamed_jobs: Mapping[str | None, bool] | None = None,
 ) -> pl.DataFrame:
     """One row per series: ``series_id, field`` and the ``RAW_SAMPLE_SCHEMA`` label columns.
+
+    ``renamed_jobs``: the ``auto`` decision per scrape job (``None``: series without ``job``),
+    when it was taken over more series than ``series`` (every series of a day read in shards:
+    sources/prometheus/shards.py); a job it does not name counts as not renamed.
 
     Raises ``ValueError`` for a metric missing from the exporter's mapping (naming it), a
     duplicate ``series_id``, or an integer label that is not an Int16 (naming the series' labels).
@@ -181,7 +201,7 @@ def normalize_series(
     field = _field(frame, exporter)
     columns = set(frame.columns)
     _check_integers(frame, columns, rules)
-    renamed = _renamed(columns, rules, kubernetes_labels)
+    renamed = _renamed(columns, rules, kubernetes_labels, renamed_jobs)
     values = _columns(columns, rules, renamed)
     values["extra_labels"] = _extra_labels(columns, rules, renamed)
     out = frame.select(

@@ -9,6 +9,8 @@ half of one, and a rerun replaces it. Temporary files of killed writers never ma
 a dead process on this host at once, any host's after a day). No lock is taken: writers of
 different partitions never touch the same file, and two writers of one partition both rename
 complete files (the last one wins), so the lake may be a shared mount written from several hosts.
+``warehouse.lake_parts.partition_writer`` writes a partition's file from several frames (a
+day's shards) with the same atomicity.
 
 Column types come from the warehouse migrations (``lake_columns``: the DDL of the tables, run in
 memory), so every file of a table has the same types. ``attach`` makes each table's name a view
@@ -22,7 +24,8 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
@@ -122,6 +125,18 @@ def write_partition(
     """Replace one partition's file with ``frame`` (atomically; columns cast to the table's types,
     missing ones NULL); rows written. Frame key columns, when present, must hold the partition's values."""
     target = partition_file(lake, table, partition)
+    with typed_frame(conn, table, frame, partition) as (relation, rows):
+        write_relation(relation, target)
+    return rows
+
+
+@contextmanager
+def typed_frame(
+    conn: duckdb.DuckDBPyConnection, table: LakeTable, frame: Frame, partition: Mapping[str, object]
+) -> Iterator[tuple[duckdb.DuckDBPyRelation, int]]:
+    """``frame`` as a relation of the table's columns (keys left out) in its types, missing
+    ones NULL, once its key columns (when present) are checked to hold the partition's
+    values; with its row count."""
     data = to_arrow(frame)
     columns = lake_columns(table.name)
     known = {column for column, _ in columns}
@@ -137,11 +152,9 @@ def write_partition(
             for c, kind in columns
             if c not in table.keys
         )
-        relation = conn.sql(f"SELECT {select} FROM {quote_ident(view)}")
-        write_relation(relation, target)
+        yield conn.sql(f"SELECT {select} FROM {quote_ident(view)}"), data.num_rows
     finally:
         conn.unregister(view)
-    return data.num_rows
 
 
 def _check_inside(
@@ -160,11 +173,19 @@ def _check_inside(
 
 def write_relation(relation: duckdb.DuckDBPyRelation, target: Path) -> None:
     """Write a query's rows as Parquet to ``target``: a temporary file beside it, then a rename."""
+    with replacing(target) as temp:
+        relation.write_parquet(str(temp), compression="zstd")
+
+
+@contextmanager
+def replacing(target: Path) -> Iterator[Path]:
+    """A temporary path beside ``target`` to write; renamed over ``target`` (flushed to disk
+    first) when the block ends, removed when it raises."""
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(target.parent)
     temp = target.with_name(f".{target.name}.{_host()}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
     try:
-        relation.write_parquet(str(temp), compression="zstd")
+        yield temp
         _fsync(temp)
         os.replace(temp, target)
     except BaseException:

@@ -36,6 +36,7 @@ from cardhours.bench.ingest_report import cpu_model, print_report  # noqa: F401 
 from cardhours.bench.ingest_timers import measure
 from cardhours.bench.prometheus_server import PrometheusHarnessError, PrometheusServer, backfill
 from config import ConfigError, parse_config
+from config.cluster import DEFAULT_GPUS_PER_SHARD
 from sources.openmetrics import scan_lines
 from sources.prometheus.decoders import DecoderUnavailable, choose
 
@@ -145,16 +146,16 @@ def prometheus_config(url: str, step: int, sim_dir: Path) -> dict:
 
 
 def _timed_rounds(
-    config: dict, start: datetime, end: datetime, rounds: int, report: Progress, decoder: str = "auto"
+    config: dict, start: datetime, end: datetime, rounds: int, report: Progress, **read: object
 ) -> dict[str, dict]:
-    """ours (with ``decoder``) and raw alternately ``rounds`` times (the fastest of each kept, with
-    the highest peak RSS of its rounds, and each round's ours / raw as ``ours["round_ratios"]``),
-    then the client path once."""
+    """ours and raw alternately ``rounds`` times (the fastest of each kept, with the highest peak
+    RSS of its rounds, and each round's ours / raw as ``ours["round_ratios"]``), then the client
+    path once. ``read``: ``measure``'s decoder and gpus_per_shard."""
     runs: dict[str, list[dict]] = {"ours": [], "raw": []}
     for i in range(rounds):
         for name in runs:
             report(f"round {i + 1}/{rounds}: {name}", i, rounds + 1)
-            runs[name].append(measure(name, config, start, end, decoder))
+            runs[name].append(measure(name, config, start, end, **read))
     timings = {
         name: {**min(results, key=lambda t: t["seconds"]), "rss_mib": max(t["rss_mib"] for t in results)}
         for name, results in runs.items()
@@ -178,9 +179,11 @@ def run_ingest_bench(
     say: Callable[[str], None] = print,
     server_cpus: int | None = None,
     decoder: str = "auto",
+    gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD,
 ) -> BenchResult:
     """The bench (module docstring); with ``server_cpus``, the server runs on that many CPUs
-    of its own and the timed readers on the others (``cpus``)."""
+    of its own and the timed readers on the others (``cpus``); cardhours reads (and the raw
+    fetch fetches) in shards of at most ``gpus_per_shard`` GPUs."""
     report = progress or (lambda stage, done, total: None)
     try:
         pinned = split_cpus(server_cpus) if server_cpus is not None else (None, None)
@@ -198,8 +201,8 @@ def run_ingest_bench(
         with PrometheusServer(data_dir, root / "server", cpus=pinned[0]) as server, running_on(pinned[1]):
             config = prometheus_config(server.url, step_seconds, root / "sim")
             report("warm-up fetch (untimed)", 0, 0)
-            measure("raw", config, start, end)
-            timings = _timed_rounds(config, start, end, rounds, report, decoder)
+            measure("raw", config, start, end, gpus_per_shard=gpus_per_shard)
+            timings = _timed_rounds(config, start, end, rounds, report, decoder=decoder, gpus_per_shard=gpus_per_shard)
     except PrometheusHarnessError as exc:
         raise BenchError(str(exc)) from exc
     finally:

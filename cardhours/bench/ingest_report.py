@@ -70,8 +70,9 @@ def print_report(result: BenchResult, out: Console) -> None:
     # the whole table also when the output is not a terminal (rich then assumes 80 columns)
     Console(file=out.file, width=max(out.width, 132), soft_wrap=True).print(table)
     out.print(
-        "ours: cardhours' PrometheusMetricsSource.read_long. raw: a raw HTTP fetch of the same requests with the "
-        "same concurrency, bodies read as ours reads them (into reused buffers) and discarded. "
+        "ours: cardhours' PrometheusMetricsSource.read_long_shards, as the ingest asset reads a day "
+        f"({result.timings['ours'].get('gpu_shards', 1)} shard(s) of GPUs). raw: a raw HTTP fetch of the same "
+        "requests with the same concurrency, bodies read as ours reads them (into reused buffers) and discarded. "
         "client: prometheus-api-client get_metric_range_data + MetricRangeDataFrame. "
         "s: wall seconds. par: requests in flight (max_parallel_requests; unset: 4, or as many as this machine's "
         "CPUs when the server runs on it). MiB: response bytes. cpu: CPU seconds of the reading process; "

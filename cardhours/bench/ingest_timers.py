@@ -5,9 +5,11 @@ own and no read profits from another's warm Python caches. Each first reads the 
 first five minutes untimed (imports, first-call paths); timing starts after that and the
 set-up and ends when the data is in memory:
 
-- ``ours``: ``PrometheusMetricsSource.read_long`` (census probes, planned requests in
-  parallel, decoded into LongSamples) with the decoder asked for (``decoders``: ``auto``
-  takes numba when ``cardhours[fast]`` is installed); the result names the one that ran.
+- ``ours``: ``PrometheusMetricsSource.read_long_shards`` as the ingest asset reads a day
+  (census probes, then per shard of GPUs the planned requests in parallel, decoded into
+  LongSamples; a day of no more than ``DEFAULT_GPUS_PER_SHARD`` GPUs is one shard) with the
+  decoder asked for (``decoders``: ``auto`` takes numba when ``cardhours[fast]`` is
+  installed); the result names the one that ran.
 - ``raw``: the same HTTP requests (the census probes, then ``plan_metric`` per partition,
   exactly what ``read_long`` sends when nothing is refused) with the same concurrency and
   the same ``PrometheusClient`` session; bodies are read the way ``read_long`` reads them
@@ -26,6 +28,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
+
+from config.cluster import DEFAULT_GPUS_PER_SHARD
 
 WARM_UP = timedelta(minutes=5)  # each timer first reads this much, untimed (imports, first calls)
 
@@ -117,19 +121,30 @@ def _source(config: dict, decoder: str = "auto"):
     return PrometheusMetricsSource(PrometheusConfig.model_validate(config), decoder=decoder)
 
 
-def _timed_read(config: dict, start: datetime, end: datetime, warm_until: datetime, decoder: str) -> dict:
+def _read_shards(source, start: datetime, end: datetime, gpus_per_shard: int) -> tuple[int, int]:
+    """(samples, series) of the window read as the ingest asset reads it: in shards of GPUs
+    (``read_long_shards``; one shard for a day of at most ``gpus_per_shard`` GPUs)."""
+    samples = series = 0
+    for long, _ in source.read_long_shards(start, end, gpus_per_shard):
+        samples, series = samples + long.samples.height, series + long.series.height
+    return samples, series
+
+
+def _timed_read(
+    config: dict, start: datetime, end: datetime, warm_until: datetime, decoder: str, gpus_per_shard: int
+) -> dict:
     """An untimed read of ``[start, warm_until)``, then the timed read of ``[start, end)``."""
     source = _source(config, decoder)
-    source.read_long(start, warm_until)
+    _read_shards(source, start, warm_until, gpus_per_shard)
     base = _rss_mib()
     clock = Clock(server_pid(config["url"])).start()
-    long = source.read_long(start, end)
+    samples, series = _read_shards(source, start, end, gpus_per_shard)
     timing = clock.stop()
     stats = source.last_report.fetch
     return {
         **timing,
-        "samples": long.samples.height,
-        "series": long.series.height,
+        "samples": samples,
+        "series": series,
         "requests": stats.answered + len(source.last_report.censuses),
         "refused": stats.refused,
         "mib": stats.n_bytes / 2**20,
@@ -138,45 +153,61 @@ def _timed_read(config: dict, start: datetime, end: datetime, warm_until: dateti
         "in_flight": source.parallel_requests,
         "decoder": stats.decoder,
         "fallbacks": stats.fallbacks,
+        "gpu_shards": source.last_report.gpu_shards,
     }
 
 
-def ours(config: dict, start: datetime, end: datetime, decoder: str = "auto") -> dict:
+def ours(
+    config: dict, start: datetime, end: datetime, decoder: str = "auto", gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD
+) -> dict:
     """cardhours' ingest in a fresh process; the untimed warm-up only loads imports and first-call paths."""
-    return _timed_read(config, start, end, start + WARM_UP, decoder)
+    return _timed_read(config, start, end, start + WARM_UP, decoder, gpus_per_shard)
 
 
-def ours_warm(config: dict, start: datetime, end: datetime, decoder: str = "auto") -> dict:
+def ours_warm(
+    config: dict, start: datetime, end: datetime, decoder: str = "auto", gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD
+) -> dict:
     """``ours`` once more in the same process after an untimed read of the whole window: what a
     long-running reader pays per read once its memory pool holds the pages a read needs
     (``ours`` in a fresh process also pays for first touching them)."""
-    return _timed_read(config, start, end, end, decoder)
+    return _timed_read(config, start, end, end, decoder, gpus_per_shard)
 
 
-def request_list(source, start: datetime, end: datetime) -> list[tuple[str, dict[str, str]]]:
-    """The census probes and the planned data requests of ``source.read_raw(start, end)``."""
-    from sources.prometheus.plan import day_partitions, plan_metric, seconds, selector
+def request_list(
+    source, start: datetime, end: datetime, gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD
+) -> list[tuple[str, dict[str, str]]]:
+    """The census probes and the planned data requests of ``source.read_long_shards(start, end)``
+    (raw reads): each shard's, selection by selection."""
+    from sources.prometheus.plan import plan_metric, seconds, selector
+    from sources.prometheus.sharded import plan_shards
     from sources.prometheus.source import to_ms
 
     limits = source._limits(source.config.scrape_interval_seconds * 1000)
-    probes, data = [], []
-    for a, b in day_partitions(to_ms(start), to_ms(end)):
-        for metric in source.fields:
-            match = selector(metric, source.config.selector, [])
-            probes.append(("/api/v1/series", {"match[]": match, "start": seconds(a), "end": seconds(b - 1)}))
-            census = source.census(metric, a, b)
-            data += [r.http(source.config.selector) for r in plan_metric(census, a, b, limits)]
+    partitions = source.partitions(to_ms(start), to_ms(end))
+    probes = [
+        (
+            "/api/v1/series",
+            {"match[]": selector(metric, source.config.selector, []), "start": seconds(a), "end": seconds(b - 1)},
+        )
+        for metric, a, b in partitions
+    ]
+    plan, data = plan_shards(source, partitions, gpus_per_shard), []
+    for shard in plan.shards:
+        for selection in plan.selections(shard):
+            for metric, a, b in partitions:
+                requests = plan_metric(selection.census(metric, a, b), a, b, limits)
+                data += [r.http(selection.selector) for r in requests]
     return probes + data
 
 
-def raw(config: dict, start: datetime, end: datetime) -> dict:
+def raw(config: dict, start: datetime, end: datetime, gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD) -> dict:
     from sources.prometheus.scratch import Scratch
 
     source = _source(config)
-    requests = request_list(source, start, end)
+    requests = request_list(source, start, end, gpus_per_shard)
     client = source.client
     base = _rss_mib()
-    warm_up = request_list(source, start, start + WARM_UP)
+    warm_up = request_list(source, start, start + WARM_UP, gpus_per_shard)
     scratch = Scratch()
 
     def fetch(request: tuple[str, dict[str, str]]) -> int:
@@ -240,11 +271,21 @@ def client(config: dict, start: datetime, end: datetime) -> dict:
 
 TIMERS = {"ours": ours, "raw": raw, "client": client, "ours_warm": ours_warm}
 DECODING = ("ours", "ours_warm")  # the timers that take a decoder
+SHARDED = ("ours", "ours_warm", "raw")  # the timers that read (or fetch) in shards of GPUs
 
 
-def measure(name: str, config: dict, start: datetime, end: datetime, decoder: str = "auto") -> dict:
-    """Run timer ``name`` in a fresh spawned process (cardhours' reads with ``decoder``); its result dict."""
+def measure(
+    name: str,
+    config: dict,
+    start: datetime,
+    end: datetime,
+    decoder: str = "auto",
+    gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD,
+) -> dict:
+    """Run timer ``name`` in a fresh spawned process (cardhours' reads with ``decoder``, in shards
+    of at most ``gpus_per_shard`` GPUs); its result dict."""
     context = multiprocessing.get_context("spawn")
     options = {"decoder": decoder} if name in DECODING else {}
+    options |= {"gpus_per_shard": gpus_per_shard} if name in SHARDED else {}
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
         return pool.submit(TIMERS[name], config, start, end, **options).result()

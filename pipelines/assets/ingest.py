@@ -3,7 +3,8 @@
 DCGM samples are screened on the way in (transforms.helpers.dcgm_quality): sentinels and
 out-of-range values are nulled, restart duplicates dropped, whole-GPU fields on MIG
 instances moved to one device row; every rejected value lands in ``raw.quarantine``
-(source "dcgm") and is counted in the metadata.
+(source "dcgm") and is counted in the metadata. A cluster's day is read, screened and
+written in shards of at most ``[clusters.metrics] gpus_per_shard`` GPUs (sources/shards.py).
 """
 
 from datetime import date
@@ -11,7 +12,7 @@ from datetime import date
 import polars as pl
 from dagster import AssetCheckResult, MaterializeResult, MetadataValue
 
-from contracts.schemas import QUARANTINE_SCHEMA, SAMPLE_VALUE_COLUMNS
+from contracts.schemas import QUARANTINE_SCHEMA
 from pipelines.checks.quarantine import CHECK_NAME as QUARANTINE_CHECK
 from pipelines.checks.quarantine import ClusterQuarantine, quarantine_share_check, values_by_reason
 from pipelines.checks.raw import check_raw_table
@@ -21,7 +22,8 @@ from pipelines.step import Step
 from pipelines.table_asset import Check, table_asset
 from pipelines.tables import RAW_DCGM_SAMPLES, RAW_QUARANTINE, RAW_SLURM_SACCT
 from transforms.helpers.dcgm_quality import SOURCE as DCGM_SOURCE
-from transforms.helpers.dcgm_quality import ScreenResult, quarantine_share, screen_samples
+from transforms.helpers.dcgm_quality import screen_samples
+from transforms.helpers.dcgm_screen_totals import ScreenTotals
 from transforms.helpers.slurm_rows import rejects_by_code, row_rejects
 from warehouse.books.landings import SACCT as SACCT_SOURCE
 from warehouse.landings import OK, REJECTED, Landing, mark_rejected
@@ -29,14 +31,6 @@ from warehouse.landings import OK, REJECTED, Landing, mark_rejected
 SAMPLES_CHECK = "gx_raw_dcgm_samples"
 SACCT_CHECK = "gx_raw_slurm_sacct"
 SACCT_SHARE_CHECK = "sacct_quarantine_share"
-
-
-def fields_present(samples: pl.DataFrame) -> list[str]:
-    """The raw value columns with at least one non-null value (after screening)."""
-    if samples.is_empty():
-        return []
-    counts = samples.select(pl.col(SAMPLE_VALUE_COLUMNS).count()).row(0, named=True)
-    return [field for field in SAMPLE_VALUE_COLUMNS if counts[field] > 0]
 
 
 def _share_landing(outcome: ClusterQuarantine, day: date, source: str, rows: int) -> Landing:
@@ -57,37 +51,45 @@ def _reject_if_failed(step: Step, check: AssetCheckResult, day: date, source: st
     mark_rejected(step.store.conn, step.store.lake, day, source, clusters, detail)
 
 
-def screening_metadata(result: ScreenResult) -> dict:
+def screening_metadata(totals: ScreenTotals) -> dict:
     """One cluster's screening counts, its quarantine share and the fields it delivered."""
-    return {
-        **result.counts,
-        "quarantine_share": round(quarantine_share(result.counts), 8),
-        "fields_present": fields_present(result.clean),
-    }
+    return {**totals.counts, "quarantine_share": round(totals.share, 8), "fields_present": totals.fields_present}
 
 
-def _land_samples(step: Step, cluster) -> tuple[int, ScreenResult, ClusterQuarantine, dict | None]:
+def _screen_shards(step: Step, cluster, source) -> tuple[int, ScreenTotals]:
+    """The day's samples read, screened and written shard by shard (``sources.shards``): one
+    shard's rows in memory at a time; the partition appears when the last shard is written."""
+    totals = ScreenTotals()
+    with step.writer(cluster=cluster.name) as out:
+        for frame in source.read_shards(cluster.name, step.start, step.end, cluster.metrics.gpus_per_shard):
+            result = screen_samples(frame, partition_key=step.day.isoformat())
+            del frame
+            out.append(result.clean)
+            totals.add(result)
+            del result  # before the next shard is read
+    return out.rows, totals
+
+
+def _land_samples(step: Step, cluster) -> tuple[int, ScreenTotals, ClusterQuarantine, dict | None]:
     """One cluster's day of DCGM samples: read, screen, quarantine, land (with the landing)."""
     source = step.cardhours.metrics_source(cluster.name)
-    frame = source.read_samples(cluster.name, step.start, step.end)
+    rows, totals = _screen_shards(step, cluster, source)
     report = getattr(source, "last_report", None)  # an HTTP read: what it did
-    result = screen_samples(frame, partition_key=step.day.isoformat())
-    del frame
+    quarantine = totals.quarantine
     outcome = ClusterQuarantine(
         cluster.name,
         step.day.isoformat(),
-        result.counts,
+        totals.counts,
         cluster.metrics.max_quarantine_share,
-        values_by_reason(result.quarantine),
+        values_by_reason(quarantine),
     )
     step.write(
-        result.quarantine.select(list(QUARANTINE_SCHEMA)),
+        quarantine,
         table=RAW_QUARANTINE,
         partition={"cluster": cluster.name, "source": DCGM_SOURCE, "partition_key": step.day.isoformat()},
     )
-    landing = _share_landing(outcome, step.day, DCGM_SOURCE, result.clean.height)
-    rows = step.write(result.clean, cluster=cluster.name, also=[landing])
-    return rows, result, outcome, report.summary() if report is not None else None
+    step.store.land(_share_landing(outcome, step.day, DCGM_SOURCE, rows))
+    return rows, totals, outcome, report.summary() if report is not None else None
 
 
 @table_asset(
@@ -110,12 +112,12 @@ def raw_dcgm_samples(step: Step) -> MaterializeResult:
     outcomes: list[ClusterQuarantine] = []
     for cluster in step.clusters:
         with failure_recorded(step.store, cluster.name, day, DCGM_SOURCE):
-            rows[cluster.name], result, outcome, read = _land_samples(step, cluster)
+            rows[cluster.name], totals, outcome, read = _land_samples(step, cluster)
         if read is not None:
             reads[cluster.name] = read
-        screening[cluster.name] = screening_metadata(result)
+        screening[cluster.name] = screening_metadata(totals)
         outcomes.append(outcome)
-        quarantined = result.counts["quarantined_values"]
+        quarantined = totals.counts["quarantined_values"]
         step.log.info(f"{cluster.name}: {rows[cluster.name]} samples for {day}, {quarantined} values quarantined")
     gx = check_raw_table(step.store, RAW_DCGM_SAMPLES.name, step.key.path, SAMPLES_CHECK, day)
     _reject_if_failed(step, gx, day, DCGM_SOURCE, list(rows))

@@ -2,12 +2,13 @@
 partitions), and Slurm job runs (monthly partitions)."""
 
 import polars as pl
-from dagster import MetadataValue
+from dagster import MaterializeResult, MetadataValue
 
 from contracts.schemas import QUARANTINE_SCHEMA, SAMPLE_VALUE_COLUMNS
 from pipelines.checks.gx_adapter import run_suite_on_frame
 from pipelines.checks.slurm_records import last_labelled_samples, unknown_states_check
 from pipelines.checks.suites import node_gpu_capacity, staged_jobs_frame, staged_jobs_suite
+from pipelines.sharded import write_by_host_ranges
 from pipelines.step import Step
 from pipelines.table_asset import Built, Check, table_asset
 from pipelines.tables import (
@@ -20,7 +21,13 @@ from pipelines.tables import (
     STG_DCGM__GPU_MINUTELY,
     STG_SLURM__JOBS,
 )
-from transforms.staging.stg_dcgm__field_presence import INSTANCE_KEY, presence_summary, stg_dcgm__field_presence
+from transforms.helpers.host_ranges import HostRange
+from transforms.staging.stg_dcgm__field_presence import (
+    INSTANCE_KEY,
+    add_summaries,
+    presence_summary,
+    stg_dcgm__field_presence,
+)
 from transforms.staging.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
 from transforms.staging.stg_dcgm__gpu_minutely import stg_dcgm__gpu_minutely_sql
 from transforms.staging.stg_slurm__jobs import stg_slurm__jobs
@@ -37,12 +44,12 @@ PRESENCE_COLUMNS = ", ".join([*INSTANCE_KEY, *SAMPLE_VALUE_COLUMNS])
     description="Per GPU or MIG instance, hpc_job and hour: sample counts and coverage, sums and maxima of each "
     "signal, energy.",
 )
-def stg_dcgm__gpu_hourly_asset(step: Step) -> pl.DataFrame:
-    def hourly(cluster) -> pl.DataFrame:
-        samples = step.read(RAW_DCGM_SAMPLES, cluster=cluster.name)
+def stg_dcgm__gpu_hourly_asset(step: Step) -> MaterializeResult:
+    def hourly(cluster, hosts: HostRange) -> pl.DataFrame:
+        samples = step.read(RAW_DCGM_SAMPLES, cluster=cluster.name, where=hosts.where, params=hosts.params)
         return stg_dcgm__gpu_hourly(samples.lazy(), step_seconds=cluster.sample_step_seconds).collect()
 
-    return pl.concat(step.each_cluster(hourly))
+    return step.done(rows=sum(write_by_host_ranges(step, RAW_DCGM_SAMPLES, hourly).values()))
 
 
 @table_asset(
@@ -50,18 +57,21 @@ def stg_dcgm__gpu_hourly_asset(step: Step) -> pl.DataFrame:
     reads=[RAW_DCGM_SAMPLES],
     description="Per GPU or MIG instance, hpc_job, pod and minute: coverage, mean and max of each signal, best signal.",
 )
-def stg_dcgm__gpu_minutely_asset(step: Step) -> Built:
-    # SQL in DuckDB: the day's raw rows never leave the warehouse (docs/storage.md).
-    minutely = pl.concat(
-        step.each_cluster(lambda c: step.sql(*stg_dcgm__gpu_minutely_sql(c.name, step.day, c.sample_step_seconds)))
-    )
-    mean_coverage = minutely.get_column("coverage").mean()
-    return Built(
-        minutely,
-        metadata={
-            "minutes_below_full_coverage": minutely.filter(pl.col("coverage") < 1).height,
-            "mean_coverage": float(mean_coverage) if mean_coverage is not None else None,
-        },
+def stg_dcgm__gpu_minutely_asset(step: Step) -> MaterializeResult:
+    coverage: list[tuple[int, float, int]] = []  # per shard: minutes below full coverage, sum, count
+
+    def minutely(cluster, hosts: HostRange) -> pl.DataFrame:
+        # SQL in DuckDB: the day's raw rows never leave the warehouse (docs/storage.md).
+        frame = step.sql(*stg_dcgm__gpu_minutely_sql(cluster.name, step.day, cluster.sample_step_seconds, hosts))
+        column = frame.get_column("coverage")
+        coverage.append(((column < 1).sum(), column.sum(), column.count()))
+        return frame
+
+    rows = write_by_host_ranges(step, RAW_DCGM_SAMPLES, minutely)
+    below, total, count = (sum(part) for part in zip(*coverage, strict=True)) if coverage else (0, 0.0, 0)
+    return step.done(
+        {"minutes_below_full_coverage": int(below), "mean_coverage": float(total / count) if count else None},
+        rows=sum(rows.values()),
     )
 
 
@@ -71,21 +81,32 @@ def stg_dcgm__gpu_minutely_asset(step: Step) -> Built:
     kinds=["polars"],
     description="Per GPU or MIG instance and DCGM field: samples present, non-zero, range, suspect flat zero.",
 )
-def stg_dcgm__field_presence_asset(step: Step) -> Built:
-    frames = step.each_cluster(
-        lambda c: stg_dcgm__field_presence(
-            step.read(RAW_DCGM_SAMPLES, cluster=c.name, columns=PRESENCE_COLUMNS).lazy(), step.day
+def stg_dcgm__field_presence_asset(step: Step) -> MaterializeResult:
+    summaries: dict[str, list[dict]] = {}
+    suspects: list[pl.DataFrame] = []
+
+    def presence(cluster, hosts: HostRange) -> pl.DataFrame:
+        samples = step.read(
+            RAW_DCGM_SAMPLES, cluster=cluster.name, columns=PRESENCE_COLUMNS, where=hosts.where, params=hosts.params
         )
-    )
-    presence = pl.concat(frames)
-    suspects = presence.filter(pl.col("suspect_flat_zero"))
-    if suspects.height:
-        named = suspects.select(pl.format("{}:{}:{}", "hostname", "gpu", "field")).to_series().head(10).to_list()
-        step.log.warning(f"{suspects.height} fields flat at 0 all day while another signal moved: {named}")
-    by_cluster = {frame.get_column("cluster")[0]: presence_summary(frame) for frame in frames if frame.height}
-    return Built(
-        presence,
-        metadata={"fields_by_cluster": MetadataValue.json(by_cluster), "suspect_flat_zero": suspects.height},
+        found = stg_dcgm__field_presence(samples.lazy(), step.day)
+        if found.height:
+            summaries.setdefault(cluster.name, []).append(presence_summary(found))
+        suspects.append(
+            found.filter(pl.col("suspect_flat_zero")).select(pl.format("{}:{}:{}", "hostname", "gpu", "field"))
+        )
+        return found
+
+    rows = write_by_host_ranges(step, RAW_DCGM_SAMPLES, presence)
+    named = pl.concat(suspects).to_series() if suspects else pl.Series([], dtype=pl.String)
+    if named.len():
+        step.log.warning(
+            f"{named.len()} fields flat at 0 all day while another signal moved: {named.head(10).to_list()}"
+        )
+    by_cluster = {cluster: add_summaries(parts) for cluster, parts in summaries.items()}
+    return step.done(
+        {"fields_by_cluster": MetadataValue.json(by_cluster), "suspect_flat_zero": named.len()},
+        rows=sum(rows.values()),
     )
 
 

@@ -2,7 +2,8 @@
 
 ``plan`` sizes the requests (pure), ``client`` does the HTTP with retries, ``decode`` turns
 response bytes into columns, ``fetch`` runs the requests in parallel and merges them into
-:class:`LongSamples`, ``source`` is the ``MetricsSource`` over all of it.
+:class:`LongSamples`, ``shards``/``sharded`` read a day in shards of GPUs, ``source`` is the
+``MetricsSource`` over all of it.
 
 ``LongSamples`` lives here (and the rest is imported lazily) so that readers producing the
 same shape, such as ``sources.openmetrics``, need not import the HTTP stack.
@@ -47,7 +48,7 @@ _LAZY = {
     "PrometheusClient": "sources.prometheus.client",
     "PrometheusQueryError": "sources.prometheus.client",
     "PrometheusMetricsSource": "sources.prometheus.source",
-    "ReadReport": "sources.prometheus.source",
+    "ReadReport": "sources.prometheus.report",
 }
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,6 +45,23 @@ class FetchStats:
     seconds: float = 0.0
     decoder: str = "pyarrow"  # decoders.choose: numba or pyarrow
     fallbacks: int = 0  # numba: metrics decoded the pyarrow way although every answer was scanned
+
+    @classmethod
+    def total(cls, parts: Sequence[FetchStats]) -> FetchStats:
+        """Several fetches (a read in shards) as one: counts and times added, the deepest split."""
+        if len(parts) == 1:
+            return parts[0]
+        return cls(
+            planned=sum(p.planned for p in parts),
+            answered=sum(p.answered for p in parts),
+            refused=sum(p.refused for p in parts),
+            max_splits=max((p.max_splits for p in parts), default=0),
+            shards=set().union(*(p.shards for p in parts)),
+            n_bytes=sum(p.n_bytes for p in parts),
+            seconds=sum(p.seconds for p in parts),
+            decoder=parts[0].decoder if parts else "pyarrow",
+            fallbacks=sum(p.fallbacks for p in parts),
+        )
 
 
 def window_text(start_ms: int, end_ms: int) -> str:

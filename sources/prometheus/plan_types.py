@@ -45,6 +45,16 @@ class HostShard:
         return host_shard_matchers(self.label, self.hosts)
 
 
+def census_host(labels: Mapping[str, str]) -> tuple[str | None, str]:
+    """The host a census counts a series under: its first host label that is set and the
+    value, ``(None, "")`` without one."""
+    for name in HOST_LABELS:
+        host = labels.get(name)
+        if host:
+            return name, host
+    return None, ""
+
+
 @dataclass(frozen=True)
 class Census:
     """Series of one metric in one partition, per host: ``(label, host, n_series)`` sorted."""
@@ -57,13 +67,13 @@ class Census:
     def from_label_sets(cls, metric: str, label_sets: Iterable[Mapping[str, str]], listed_in: int = 0) -> Census:
         counts: dict[tuple[str | None, str], int] = {}
         for labels in label_sets:
-            key: tuple[str | None, str] = (None, "")
-            for name in HOST_LABELS:
-                host = labels.get(name)
-                if host:
-                    key = (name, host)
-                    break
+            key = census_host(labels)
             counts[key] = counts.get(key, 0) + 1
+        return cls.from_counts(metric, counts, listed_in)
+
+    @classmethod
+    def from_counts(cls, metric: str, counts: Mapping[tuple[str | None, str], int], listed_in: int = 0) -> Census:
+        """From series counted per ``(host label, host)`` (``census_host``)."""
         order = {name: i for i, name in enumerate((*HOST_LABELS, None))}
         keys = sorted(counts, key=lambda k: (order[k[0]], k[1]))
         return cls(metric, tuple((label, host, counts[(label, host)]) for label, host in keys), listed_in)

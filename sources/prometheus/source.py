@@ -5,17 +5,18 @@ which series, on which hosts; metrics the site does not export have none and are
 then the planned requests (``plan``), fetched in parallel and merged (``fetch``) into
 ``LongSamples``. ``read_samples`` normalizes labels and pivots to ``RAW_SAMPLE_SCHEMA`` by the
 exporter's mapping (``contracts.exporters``: the cluster's ``[clusters.metrics] exporter``).
+``read_shards`` does the same a shard of GPUs at a time (``shards``, ``sharded``): every
+census first, then each shard's requests narrowed to its series.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
-from config.cluster import ClusterConfig, PrometheusConfig
+from config.cluster import DEFAULT_GPUS_PER_SHARD, ClusterConfig, PrometheusConfig
 from config.urls import redact_url
 from contracts.exporters import DCGM, Exporter, get_exporter
 from contracts.signals import SIGNALS, signal
@@ -39,6 +40,9 @@ from sources.prometheus.plan import (
     day_partitions,
     plan_metric,
 )
+from sources.prometheus.report import ReadReport
+from sources.prometheus.sharded import read_in_shards
+from sources.prometheus.shards import Partition, Selection, concat_long, tally
 from sources.series_labels import normalize_series
 from sources.series_pivot import pivot_samples
 
@@ -70,36 +74,6 @@ def to_ms(moment: datetime) -> int:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)
     return -((EPOCH - moment) // timedelta(milliseconds=1))
-
-
-@dataclass(frozen=True)
-class ReadReport:
-    """What one read found and did."""
-
-    fields_present: tuple[str, ...]  # the exporter's metrics (by its own names) that returned series
-    censuses: tuple[Census, ...]
-    fetch: FetchStats
-    n_series: int
-    n_samples: int
-
-    def summary(self) -> dict[str, object]:
-        """The read in numbers (JSON-safe), for a run's metadata."""
-        fetch = self.fetch
-        return {
-            "fields_present": list(self.fields_present),
-            "series": self.n_series,
-            "samples": self.n_samples,
-            "requests_planned": fetch.planned,
-            "requests_answered": fetch.answered,
-            "requests_refused_and_split": fetch.refused,
-            "deepest_split": fetch.max_splits,
-            "host_shards_answered": len(fetch.shards),
-            "censuses_listed_by_host": sum(census.listed_in > 0 for census in self.censuses),
-            "response_mib": round(fetch.n_bytes / 2**20, 1),
-            "fetch_seconds": round(fetch.seconds, 3),
-            "decoder": fetch.decoder,
-            "decoder_fallbacks": fetch.fallbacks,
-        }
 
 
 class PrometheusMetricsSource:
@@ -142,25 +116,47 @@ class PrometheusMetricsSource:
         return self.last_report.fields_present if self.last_report else ()
 
     def read_samples(self, cluster: str, start: datetime, end: datetime) -> pl.DataFrame:
-        long = self.read_long(start, end)
+        return self.wide(self.read_long(start, end), cluster=cluster)
+
+    def read_shards(
+        self, cluster: str, start: datetime, end: datetime, gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD
+    ) -> Iterator[pl.DataFrame]:
+        """The window's samples in shards of GPUs (``sources.prometheus.shards``), one read each;
+        a shard's long samples are let go as soon as its rows are made."""
+        return map(lambda shard: self.wide(*shard, cluster=cluster), self.read_long_shards(start, end, gpus_per_shard))
+
+    def read_long_shards(
+        self, start: datetime, end: datetime, gpus_per_shard: int = DEFAULT_GPUS_PER_SHARD
+    ) -> Iterator[tuple[LongSamples, dict[str | None, bool] | None]]:
+        """``read_long`` in shards of GPUs, with each shard's Kubernetes label decision (``sharded``)."""
+        return read_in_shards(self, start, end, self.partitions(to_ms(start), to_ms(end)), gpus_per_shard)
+
+    def wide(
+        self, long: LongSamples, renamed_jobs: Mapping[str | None, bool] | None = None, *, cluster: str
+    ) -> pl.DataFrame:
+        """``long`` as ``RAW_SAMPLE_SCHEMA`` rows of ``cluster`` (``renamed_jobs``: normalize_series)."""
         try:
-            wide = pivot_samples(normalize_series(long.series, self.exporter), long.samples, self.exporter.scales)
+            normalized = normalize_series(long.series, self.exporter, renamed_jobs=renamed_jobs)
+            wide = pivot_samples(normalized, long.samples, self.exporter.scales)
         except ValueError as exc:
             raise MetricsSourceError(self._cannot_normalize(exc)) from exc
         return conform_samples(wide, cluster).collect()
 
-    def read_long(self, start: datetime, end: datetime) -> LongSamples:
-        """Raw samples in ``[start, end)``, or per-step aggregates when ``downsample_seconds`` is set."""
+    def read_long(self, start: datetime, end: datetime, selections: Sequence[Selection] | None = None) -> LongSamples:
+        """Raw samples in ``[start, end)``, or per-step aggregates when ``downsample_seconds`` is set;
+        of the series ``selections`` select (one shard's: ``shards.ShardPlan``), else of all."""
         if self.config.downsample_seconds is not None:
-            return self.read_downsampled(start, end, self.config.downsample_seconds)
-        return self.read_raw(start, end)
+            return self.read_downsampled(start, end, self.config.downsample_seconds, selections)
+        return self.read_raw(start, end, selections)
 
-    def read_raw(self, start: datetime, end: datetime) -> LongSamples:
+    def read_raw(self, start: datetime, end: datetime, selections: Sequence[Selection] | None = None) -> LongSamples:
         """Every stored sample in ``[start, end)`` exactly once."""
         limits = self._limits(self.config.scrape_interval_seconds * 1000)
-        return self._read(to_ms(start), to_ms(end), lambda metric: limits, lambda metric: None)
+        return self._read(to_ms(start), to_ms(end), lambda metric: limits, lambda metric: None, selections)
 
-    def read_downsampled(self, start: datetime, end: datetime, step_seconds: int) -> LongSamples:
+    def read_downsampled(
+        self, start: datetime, end: datetime, step_seconds: int, selections: Sequence[Selection] | None = None
+    ) -> LongSamples:
         """One point per series and step bucket ``[b, b + step)``, stamped ``b`` (buckets from
         ``start``), aggregated on the server by :func:`downsample_function`; except the energy
         counter, read raw and placed on those rows exactly (``energy.place_energy``: where
@@ -185,7 +181,11 @@ class PrometheusMetricsSource:
             )
 
         long = self._read(
-            to_ms(start), to_ms(end), lambda metric: raw if downsample(metric) is None else stepped, downsample
+            to_ms(start),
+            to_ms(end),
+            lambda metric: raw if downsample(metric) is None else stepped,
+            downsample,
+            selections,
         )
         try:
             return place_energy(long, self.exporter, to_ms(start) * 1000, step_ms * 1000)
@@ -226,10 +226,22 @@ class PrometheusMetricsSource:
     def census(self, metric: str, start_ms: int, end_ms: int) -> Census:
         """The series of ``metric`` with samples in ``[start_ms, end_ms)``, counted per host
         (listed host by host when the server refuses to list them at once: ``census.py``)."""
+        return self.survey(metric, start_ms, end_ms, tallied=False)[0]
+
+    def survey(
+        self, metric: str, start_ms: int, end_ms: int, tallied: bool = True
+    ) -> tuple[Census, pl.DataFrame | None]:
+        """The census of ``metric`` in ``[start_ms, end_ms)`` and, when ``tallied``, its series
+        counted per device (``shards.tally``)."""
         label_sets, shards = list_series(
             self.client, metric, self.config.selector, start_ms, end_ms, window_text(start_ms, end_ms)
         )
-        return Census.from_label_sets(metric, label_sets, listed_in=shards)
+        census = Census.from_label_sets(metric, label_sets, listed_in=shards)
+        return census, tally(label_sets, self.exporter) if tallied else None
+
+    def partitions(self, start_ms: int, end_ms: int) -> list[Partition]:
+        """The read's (metric, day) partitions, metric by metric within a day."""
+        return [(metric, a, b) for a, b in day_partitions(start_ms, end_ms) for metric in self.fields]
 
     def _read(
         self,
@@ -237,24 +249,32 @@ class PrometheusMetricsSource:
         end_ms: int,
         limits: Callable[[str], Limits],
         downsample: Callable[[str], Downsample | None],
+        selections: Sequence[Selection] | None = None,
     ) -> LongSamples:
-        partitions = [(metric, a, b) for a, b in day_partitions(start_ms, end_ms) for metric in self.fields]
+        partitions = self.partitions(start_ms, end_ms)
+        reads = []
         with gc_paused():
-            censuses, long, stats = fetch_all(
-                self.client,
-                partitions,
-                probe=self.census,
-                selector=self.config.selector,
-                plan=lambda census, a, b: plan_metric(census, a, b, limits(census.metric), downsample(census.metric)),
-                max_parallel=self.parallel_requests,
-                decoder=choose(self.decoder),
-                min_span_ms=min(limits(metric).interval_ms for metric in self.fields),
-            )
+            for selection in selections or [Selection(self.config.selector)]:
+                reads.append(
+                    fetch_all(
+                        self.client,
+                        partitions,
+                        probe=self.census if selection.censuses is None else selection.census,
+                        selector=selection.selector,
+                        plan=lambda census, a, b: plan_metric(
+                            census, a, b, limits(census.metric), downsample(census.metric)
+                        ),
+                        max_parallel=self.parallel_requests,
+                        decoder=choose(self.decoder),
+                        min_span_ms=min(limits(metric).interval_ms for metric in self.fields),
+                    )
+                )
+        long = concat_long([found for _, found, _ in reads])
         present = set(long.series.get_column("__name__").unique().to_list())
         self.last_report = ReadReport(
             fields_present=tuple(field for metric, field in self.fields.items() if metric in present),
-            censuses=tuple(censuses),
-            fetch=stats,
+            censuses=tuple(census for censuses, _, _ in reads for census in censuses),
+            fetch=FetchStats.total([stats for _, _, stats in reads]),
             n_series=long.series.height,
             n_samples=long.samples.height,
         )

@@ -98,4 +98,15 @@ CASES: list[Case] = [
             "clusters[0].metrics.max_quarantine_share: must be greater than or equal to 0 (got -0.1)",
         ),
     ),
+    Case(
+        "config-zero-gpus-per-shard",
+        "config",
+        "`metrics.gpus_per_shard = 0`",
+        "refused",
+        "`clusters[0].metrics.gpus_per_shard: must be greater than 0 (got 0)`",
+        refused(
+            put("clusters[0].metrics.gpus_per_shard", 0),
+            "clusters[0].metrics.gpus_per_shard: must be greater than 0 (got 0)",
+        ),
+    ),
 ]

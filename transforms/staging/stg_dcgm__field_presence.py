@@ -104,3 +104,14 @@ def presence_summary(presence: pl.DataFrame) -> dict[str, dict[str, int]]:
         row["field"]: {"present": int(row["present"]), "suspect_flat_zero": int(row["suspect_flat_zero"])}
         for row in counted.iter_rows(named=True)
     }
+
+
+def add_summaries(parts: list[dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
+    """``presence_summary`` of several parts of a day's instances (shards of hosts) as one."""
+    total: dict[str, dict[str, int]] = {}
+    for part in parts:
+        for name, counts in part.items():
+            mine = total.setdefault(name, dict.fromkeys(counts, 0))
+            for key, n in counts.items():
+                mine[key] += n
+    return total

@@ -18,6 +18,7 @@ from datetime import date
 
 import polars as pl
 
+from transforms.helpers.host_ranges import EVERY_HOST, HostRange
 from transforms.staging.stg_dcgm__gpu_hourly import SIGNALS, best_signal
 
 GROUP_KEY = ("cluster", "hostname", "gpu", "uuid", "gpu_i_id", "gpu_i_profile", "hpc_job", "pod", "namespace")
@@ -80,8 +81,11 @@ def stg_dcgm__gpu_minutely(samples: pl.LazyFrame, step_seconds: int) -> pl.LazyF
     )
 
 
-def stg_dcgm__gpu_minutely_sql(cluster: str, day: date, step_seconds: int) -> tuple[str, list[object]]:
-    """The same rollup as SQL over one (cluster, day) of ``raw.dcgm_samples``: (text, params).
+def stg_dcgm__gpu_minutely_sql(
+    cluster: str, day: date, step_seconds: int, hosts: HostRange = EVERY_HOST
+) -> tuple[str, list[object]]:
+    """The same rollup as SQL over one (cluster, day) of ``raw.dcgm_samples``, of ``hosts``
+    (a shard of the day: ``transforms.helpers.host_ranges``): (text, params).
 
     Output columns: SCHEMA, in order. Run it with ``conn.sql(text, params=params)``.
     """
@@ -102,8 +106,8 @@ SELECT
     max(fb_used_mib) AS fb_used_mib_max,
     avg(power_w) AS power_w_mean
 FROM raw.dcgm_samples
-WHERE cluster = ? AND day = ?
+WHERE cluster = ? AND day = ?{hosts.sql()}
 GROUP BY ALL
 ORDER BY {", ".join(f"{column} NULLS FIRST" for column in SORT_KEY)}
 """
-    return text, [expected, expected, cluster, day]
+    return text, [expected, expected, cluster, day, *hosts.params]
