@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 from cardhours.bench.prometheus_server import PrometheusServer, backfill
 from cardhours.cli import app
 from simulate.run import simulate
-from tests.integration.test_end_to_end import _read, _snapshot
+from tests.support.warehouse_read import read as _read
+from tests.support.warehouse_read import table_digests as _snapshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
