@@ -26,7 +26,9 @@ from config.urls import url_problem
 from contracts.exporters import DEFAULT_EXPORTER, EXPORTERS
 
 DEFAULT_STEP_SECONDS = 30  # dcgm-exporter's and the simulator's usual sample spacing
-DEFAULT_GPUS_PER_SHARD = 256  # a shard's day of samples at 30 s: about 0.7 M rows, a few hundred MB in memory
+# A shard's day at 30 s: about 0.75 M rows, about 1.5 GiB for the raw step (benchmarks/README.md, "Memory per
+# worker"); 512 keeps the reference bench day (256 GPUs, 352 with MIG instances) one shard, at about 2.2 GiB.
+DEFAULT_GPUS_PER_SHARD = 256
 _METRIC_NAME = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*$")
 
 

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from contracts.signals import SIGNALS
 from warehouse.lake import LakeTable, lake_columns, partition_file, replacing, typed_frame
-from warehouse.partitions import Frame, quote_ident
+from warehouse.partitions import Frame, quote_ident, to_arrow
 
 ROW_GROUP_ROWS = 122_880  # rows per row group (DuckDB's own row group size)
 PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3}  # as DuckDB writes: zstd, level 3
@@ -32,12 +32,17 @@ class PartitionWriter:
 
     def append(self, frame: Frame) -> int:
         """Write ``frame``'s rows (cast as ``write_partition`` casts them) as the file's next
-        row groups, streamed through DuckDB batch by batch; rows written."""
-        with typed_frame(self.conn, self.table, frame, self.partition) as (relation, rows):
-            for batch in relation.to_arrow_reader(ROW_GROUP_ROWS):
-                self.out.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
-        self.rows += rows
-        return rows
+        row groups, a row group's worth at a time (only that much is ever cast: casting the
+        frame at once held a copy of it, 60-80 MB more for a day's minute rows of 250 GPUs);
+        rows written."""
+        data = to_arrow(frame)
+        parts = [pa.Table.from_batches([batch]) for batch in data.to_batches(ROW_GROUP_ROWS)]
+        for part in parts or [data]:  # an empty frame is still checked against the table
+            with typed_frame(self.conn, self.table, part, self.partition) as (relation, rows):
+                if rows:
+                    self.out.write_table(relation.to_arrow_table(), row_group_size=ROW_GROUP_ROWS)
+        self.rows += data.num_rows
+        return data.num_rows
 
 
 @contextmanager

@@ -141,21 +141,23 @@ def test_small_limits_force_time_chunks_and_host_shards(url: str, expected: pl.D
 
 
 def test_a_day_read_in_shards_of_gpus_is_the_day_read_whole(url: str, expected: pl.DataFrame) -> None:
-    """Four shards of 8 GPUs, each read with a UUID matcher; small limits also cut each shard's
-    requests into time chunks and host shards."""
+    """Seven shards of 8 GPUs or MIG instances (24 whole GPUs, 8 split in 4), each read with a
+    UUID matcher; small limits also cut each shard's requests into time chunks and host shards."""
     prom = source(url, max_points_per_series=500, max_samples_per_query=20_000)
     parts = list(prom.read_shards(CLUSTER, T0, T1, gpus_per_shard=8))
-    assert len(parts) == 4 and all(part.get_column("uuid").n_unique() <= 8 for part in parts)
+    assert len(parts) == 7 and all(part.select("uuid", "gpu_i_id").unique().height <= 8 for part in parts)
     assert_frame_equal(pl.concat(parts).sort(KEYS, nulls_last=True), expected)
     report = prom.last_report
-    assert report.gpu_shards == 4 and prom.fields_present == tuple(DCGM.metric_signals)
+    assert report.gpu_shards == 7 and prom.fields_present == tuple(DCGM.metric_signals)
     assert report.n_samples == sum(expected[c].count() for c in DCGM.metric_signals.values())
     assert report.fetch.refused == 0 and report.fetch.planned > 10 * len(DCGM.metric_signals)
 
 
 def test_a_day_of_no_more_gpus_than_a_shard_sends_the_unsharded_requests(url: str, expected: pl.DataFrame) -> None:
     whole, sharded = source(url), source(url)
-    assert_frame_equal(whole.read_samples(CLUSTER, T0, T1), next(sharded.read_shards(CLUSTER, T0, T1, 32)))
+    parts = list(sharded.read_shards(CLUSTER, T0, T1, 56))  # 24 whole GPUs and 32 MIG instances
+    assert len(parts) == 1
+    assert_frame_equal(whole.read_samples(CLUSTER, T0, T1), parts[0])
     assert sharded.last_report is not None and sharded.last_report.gpu_shards == 1
     assert sharded.last_report.fetch.planned == whole.last_report.fetch.planned == len(DCGM.metric_signals)
 
