@@ -344,7 +344,9 @@ def bench_marts(
     ] = None,
     keep: Annotated[bool, typer.Option(help="Keep the work directory afterwards.")] = False,
     rounds: Annotated[int, typer.Option(min=1, help="Timed builds (the fastest counts).")] = 1,
-    compare_joins: Annotated[bool, typer.Option(help="Also time the attribution SQL with each join.")] = True,
+    compare_paths: Annotated[
+        bool, typer.Option(help="Also time the attribution SQL attributing every minute row, against whole hours.")
+    ] = True,
 ) -> None:
     """Land simulated days (untimed), then time building the month's job runs, attribution and
     marts through Dagster. The last line printed is the result as JSON."""
@@ -364,7 +366,7 @@ def bench_marts(
                 workdir=workdir,
                 keep=keep,
                 rounds=rounds,
-                compare_joins=compare_joins,
+                compare_paths=compare_paths,
                 progress=report,
                 say=lambda text: console.print(text, highlight=False),
             )

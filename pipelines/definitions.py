@@ -27,6 +27,7 @@ from pipelines.assets.reports import review_html
 from pipelines.assets.review import fct_job_flags_asset, mart_user_monthly_asset
 from pipelines.assets.staging import (
     stg_dcgm__field_presence_asset,
+    stg_dcgm__gpu_hour_sums_asset,
     stg_dcgm__gpu_hourly_asset,
     stg_dcgm__gpu_minutely_asset,
     stg_slurm__jobs_asset,
@@ -42,6 +43,7 @@ ASSETS = [
     raw_slurm_sacct,
     stg_dcgm__gpu_hourly_asset,
     stg_dcgm__gpu_minutely_asset,
+    stg_dcgm__gpu_hour_sums_asset,
     stg_dcgm__field_presence_asset,
     stg_slurm__jobs_asset,
     raw_kube_series,

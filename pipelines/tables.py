@@ -100,6 +100,7 @@ RAW_QUARANTINE = Table(
 
 STG_DCGM__GPU_HOURLY = _daily("staging.stg_dcgm__gpu_hourly")
 STG_DCGM__GPU_MINUTELY = _daily("staging.stg_dcgm__gpu_minutely")
+STG_DCGM__GPU_HOUR_SUMS = _daily("staging.stg_dcgm__gpu_hour_sums")
 STG_DCGM__FIELD_PRESENCE = _daily("staging.stg_dcgm__field_presence")
 STG_SLURM__JOBS = Table("staging.stg_slurm__jobs", MONTH, "staging")
 STG_KUBE__PODS = Table("staging.stg_kube__pods", MONTH, "staging")

@@ -106,6 +106,20 @@ def partition_file(lake: Path, table: LakeTable, partition: Mapping[str, object]
     return partition_dir(lake, table, partition) / FILE
 
 
+def derived_current(lake: Path, derived: LakeTable, source: LakeTable, partition: Mapping[str, object]) -> bool:
+    """Whether ``derived``'s partition is current: written no earlier than ``source``'s (a rollup
+    is written after what it rolls up; a source written again since makes it stale), or both absent."""
+    target, origin = partition_file(lake, derived, partition), partition_file(lake, source, partition)
+    try:
+        written = origin.stat().st_mtime_ns
+    except FileNotFoundError:
+        return not target.exists()
+    try:
+        return target.stat().st_mtime_ns >= written
+    except FileNotFoundError:
+        return False
+
+
 def table_glob(lake: Path, table: LakeTable) -> str:
     """The glob of every partition file of ``table``."""
     return str(Path(lake, table.schema, table.table, *["*"] * len(table.keys), FILE))

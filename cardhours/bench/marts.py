@@ -7,8 +7,9 @@ parameters): simulate ``gpus`` GPUs for ``days`` days from ``START`` at ``step_s
 Timed, in a fresh process per round (``marts_build.build_month``): the month's
 ``stg_slurm__jobs``, ``int_gpu_minutes_attributed``, ``fct_job_usage``, ``fct_gpu_hourly``,
 ``mart_department_monthly`` and ``mart_cluster_monthly`` through Dagster ``materialize``,
-blocking checks included. Then, untimed for the target: the attribution SQL with each join
-(``marts_build.time_joins``). The marts are left in the work directory's warehouse.
+blocking checks included. Then, untimed for the target: the attribution SQL taking whole hours
+from the hour sums against attributing every minute row (``marts_build.time_paths``). The marts
+are left in the work directory's warehouse.
 
 Measured (1,000 GPUs x 30 days at 15 s: 239 M samples, 60 M minute rows; an idle 2-core
 machine, warm page cache; docs/marts.md "Speed"): build 86.4 s and 90.5 s, peak RSS 4.3 GB, of
@@ -30,7 +31,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from cardhours.bench.marts_build import BUILT, build_month, in_child, time_joins
+from cardhours.bench.marts_build import BUILT, build_month, in_child, time_paths
 
 START = date(2026, 9, 1)  # a whole past 30-day month (Dagster has partitions of complete months only)
 SEED = 5
@@ -51,7 +52,7 @@ class MartsBenchResult:
     kept: bool
     samples: int
     builds: list[dict]  # marts_build.build_month results, one per month and round
-    joins: dict | None  # marts_build.time_joins of the first month
+    paths: dict | None  # marts_build.time_paths of the first month
     load: tuple[float, float]  # 1-minute load average before and after the timed builds
 
     @property
@@ -168,7 +169,7 @@ def run_marts_bench(
     workdir: Path | None = None,
     keep: bool = False,
     rounds: int = 1,
-    compare_joins: bool = True,
+    compare_paths: bool = True,
     progress: Progress | None = None,
     say: Callable[[str], None] = print,
 ) -> MartsBenchResult:
@@ -190,16 +191,16 @@ def run_marts_bench(
                     raise BenchError(f"building {month[:7]} failed: {'; '.join(build['failures']) or 'see the logs'}")
                 builds.append({**build, "month": month})
         load_after = os.getloadavg()[0]
-        joins = None
-        if compare_joins:
-            report("attribution joins (untimed for the target)", rounds, rounds)
+        paths = None
+        if compare_paths:
+            report("attribution: whole hours vs every minute (untimed for the target)", rounds, rounds)
             first = datetime.fromisoformat(months[0])
             end = (first + timedelta(days=32)).replace(day=1)
-            joins = in_child(time_joins, str(config_path), first, end, max(rounds, 2))
+            paths = in_child(time_paths, str(config_path), first, end, max(rounds, 2))
     finally:
         if not kept:
             shutil.rmtree(root, ignore_errors=True)
-    return MartsBenchResult(gpus, days, step_seconds, root, kept, samples, builds, joins, (load_before, load_after))
+    return MartsBenchResult(gpus, days, step_seconds, root, kept, samples, builds, paths, (load_before, load_after))
 
 
 def print_report(result: MartsBenchResult, out: Console) -> None:
@@ -218,14 +219,13 @@ def print_report(result: MartsBenchResult, out: Console) -> None:
             table.add_row(f"{month[:7]} {key[1]}", f"{best['steps'].get(step, float('nan')):.2f}")
         table.add_row(f"{month[:7]} total (Dagster materialize)", f"{best['seconds']:.2f}")
         table.add_row(f"{month[:7]} peak RSS GB (base {best['base_rss_gb']:.2f})", f"{best['peak_rss_gb']:.2f}")
-    if result.joins:
-        for join, seconds in result.joins["seconds"].items():
-            table.add_row(f"attribution SQL, join {join}", f"{seconds:.2f}")
-        table.add_row("attribution SQL as CREATE TABLE AS (hour_bucket)", f"{result.joins['ctas_seconds']:.2f}")
+    if result.paths:
+        for path, seconds in result.paths["seconds"].items():
+            table.add_row(f"attribution SQL, {path}", f"{seconds:.2f}")
     out.print(table)
-    if result.joins:
-        same = "identical rows" if result.joins["identical"] else "DIFFERENT rows"
-        out.print(f"attribution joins: {result.joins['rows']:,} rows, {same} (fastest of each)", highlight=False)
+    if result.paths:
+        same = "identical rows" if result.paths["identical"] else "DIFFERENT rows"
+        out.print(f"attribution: {result.paths['rows']:,} rows, {same} (fastest of each)", highlight=False)
     out.print(f"target: <= 15 s and <= 6 GB: {result.seconds:.1f} s, {result.peak_rss_gb:.2f} GB", highlight=False)
     out.print(f"work directory: {result.workdir}" + (" (kept)" if result.kept else " (removed)"), highlight=False)
     out.print(json.dumps(result.summary()), highlight=False, soft_wrap=True)

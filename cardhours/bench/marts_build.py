@@ -5,11 +5,10 @@
   the same asset code, resources and checks as ``cardhours run``. The clock starts after
   imports and the ephemeral instance; peak RSS is the process's ``VmHWM`` (it starts afresh
   at exec, so it is this build's own, DuckDB's memory included).
-- ``time_joins``: the attribution SQL of one cluster and month with each join of
-  ``transforms.intermediate.int_gpu_minutes_attributed.JOINS``, alternately ``rounds`` times, fetched as
-  Arrow like the asset does; the fastest of each counts, and the rows must be identical.
-  Also timed once: the same SQL as ``CREATE TEMP TABLE ... AS`` (what an INSERT ... SELECT
-  pays without moving rows to Arrow).
+- ``time_paths``: the attribution SQL of one cluster and month taking whole hours from the
+  hour sums and attributing every minute row (``PATHS``), alternately ``rounds`` times,
+  fetched as Arrow like the asset does; the fastest of each counts, and the rows must be
+  identical.
 """
 
 from __future__ import annotations
@@ -29,6 +28,8 @@ BUILT = (
     ("marts", "mart_department_monthly"),
     ("marts", "mart_cluster_monthly"),
 )
+# The attribution's two ways (``whole_hours`` of int_gpu_minutes_attributed_sql).
+PATHS = {"whole hours from hour sums": True, "every minute row": False}
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
@@ -80,38 +81,36 @@ def build_month(config_path: str, partition_key: str) -> dict:
     }
 
 
-def time_joins(config_path: str, month_start: datetime, month_end: datetime, rounds: int) -> dict:
-    """Seconds of the attribution SQL per join (the asset's day windows, fastest of ``rounds``)
-    and whether the rows agree."""
+def time_paths(config_path: str, month_start: datetime, month_end: datetime, rounds: int) -> dict:
+    """Seconds of the attribution SQL of one cluster and month (the asset's day windows, fastest
+    of ``rounds``) taking whole hours from the hour sums and attributing every minute row, and
+    whether both give the same rows."""
     import pyarrow as pa
 
     from pipelines.assets.intermediate import attribution_queries
     from pipelines.resources import CardhoursResource
     from pipelines.store import open_warehouse
-    from transforms.intermediate.int_gpu_minutes_attributed import JOINS
 
     cardhours = CardhoursResource(config_path=config_path)
     cluster = cardhours.config.clusters[0]
-    queries = {join: attribution_queries(cardhours, cluster, month_start, month_end, join) for join in JOINS}
+    queries = {
+        path: attribution_queries(cardhours, cluster, month_start, month_end, whole_hours=whole)
+        for path, whole in PATHS.items()
+    }
     best: dict[str, float] = {}
     tables = {}
     with open_warehouse(cardhours.config) as conn:
         for _ in range(rounds):
-            for join, chunks in queries.items():
+            for path, chunks in queries.items():
                 started = time.perf_counter()
-                tables[join] = pa.concat_tables(
+                tables[path] = pa.concat_tables(
                     [conn.sql(text, params=params).to_arrow_table() for text, params in chunks]
                 )
-                best[join] = min(best.get(join, float("inf")), time.perf_counter() - started)
-        started = time.perf_counter()
-        for i, (text, params) in enumerate(queries[JOINS[0]]):
-            conn.execute(f"CREATE OR REPLACE TEMP TABLE bench_attributed_{i} AS {text}", params)
-        ctas = time.perf_counter() - started
-    first = tables[JOINS[0]]
+                best[path] = min(best.get(path, float("inf")), time.perf_counter() - started)
+    first = tables[next(iter(PATHS))]
     return {
         "seconds": best,
         "rows": first.num_rows,
-        "ctas_seconds": ctas,
         "identical": all(table.equals(first) for table in tables.values()),
     }
 

@@ -21,11 +21,13 @@ from pipelines.table_asset import Check, table_asset
 from pipelines.tables import (
     INT_GPU_MINUTES_ATTRIBUTED,
     MONTH_LANDED,
+    STG_DCGM__GPU_HOUR_SUMS,
     STG_DCGM__GPU_MINUTELY,
     STG_KUBE__PODS,
     STG_SLURM__JOBS,
 )
 from transforms.intermediate.int_gpu_minutes_attributed import ORDER, SCHEMA, int_gpu_minutes_attributed_sql
+from warehouse.lake import derived_current
 
 ATTRIBUTED_TABLE = INT_GPU_MINUTES_ATTRIBUTED.name
 CHUNK_DAYS = 1
@@ -40,13 +42,14 @@ def read_attributed(store: Store, month, cluster: str) -> pl.DataFrame:
     return store.read(INT_GPU_MINUTES_ATTRIBUTED, where, columns="* EXCLUDE (month)", order_by=READ_ORDER).cast(SCHEMA)
 
 
-def attribution_queries(cardhours: CardhoursResource, cluster, start, end, join: str = "hour_bucket") -> list:
+def attribution_queries(cardhours: CardhoursResource, cluster, start, end, summed=None, whole_hours=True) -> list:
     """(SQL, params) per ``CHUNK_DAYS`` window of [start, end) for one cluster.
 
     Every output row is one GPU-hour's, and a window's runs are clipped to it, so the rows of
     the windows together are the rows of the whole period. A window needs a fraction of the
     memory: the month of 1,000 GPUs at 15 s (60 M minute rows) in one query peaked at 11.1 GB,
-    in day windows at 3.1 GB (docs/marts.md "Speed")."""
+    in day windows at 3.1 GB (docs/marts.md "Speed"). ``summed(day)``: whether the day's hour
+    sums are stored and current (default: they are); ``whole_hours``: as the SQL takes it."""
     inventory = cardhours.config.inventory_frame().filter(pl.col("cluster") == cluster.name)
     hosts = inventory.group_by("hostname").agg(pl.col("gpu_fraction").sum()).sort("hostname")
     profiles = inventory.get_column("gpu_i_profile").drop_nulls().unique().sort().to_list()
@@ -65,8 +68,9 @@ def attribution_queries(cardhours: CardhoursResource, cluster, start, end, join:
                 hosts.get_column("hostname").to_list(),
                 hosts.get_column("gpu_fraction").to_list(),
                 cardhours.config.flags.zero_util_threshold,
-                join,
                 mig_weights,
+                sums_stored=summed is None or summed(low.date()),
+                whole_hours=whole_hours,
             )
         )
         low = high
@@ -74,8 +78,25 @@ def attribution_queries(cardhours: CardhoursResource, cluster, start, end, join:
 
 
 def attributed_arrow(step: Step, cluster, start, end) -> pa.Table:
-    """One cluster's attributed rows of [start, end), computed by DuckDB window by window, as Arrow."""
-    queries = attribution_queries(step.cardhours, cluster, start, end)
+    """One cluster's attributed rows of [start, end), computed by DuckDB window by window, as Arrow.
+    A day whose hour sums are missing or older than its minute rows is summed from them here."""
+    lake = step.store.lake
+    sums, minutes = STG_DCGM__GPU_HOUR_SUMS.lake_table, STG_DCGM__GPU_MINUTELY.lake_table
+    missing: list[str] = []
+
+    def summed(day) -> bool:
+        current = derived_current(lake, sums, minutes, {"cluster": cluster.name, "day": day})
+        if not current:
+            missing.append(day.isoformat())
+        return current
+
+    queries = attribution_queries(step.cardhours, cluster, start, end, summed)
+    if missing:
+        step.log.info(
+            f"{cluster.name}: {len(missing)} days without current hour sums ({', '.join(missing[:5])}"
+            f"{', ...' if len(missing) > 5 else ''}): summed from their minute rows in this build; "
+            "the daily job writes them when the day is ingested again"
+        )
     return pa.concat_tables([step.arrow(text, params) for text, params in queries])
 
 
@@ -96,7 +117,7 @@ def samples_conserved_check(samples: dict[str, tuple[float, int]]) -> AssetCheck
 
 @table_asset(
     INT_GPU_MINUTES_ATTRIBUTED,
-    reads=[STG_SLURM__JOBS, STG_KUBE__PODS, STG_DCGM__GPU_MINUTELY],
+    reads=[STG_SLURM__JOBS, STG_KUBE__PODS, STG_DCGM__GPU_MINUTELY, STG_DCGM__GPU_HOUR_SUMS],
     after=[MONTH_LANDED],
     checks=[Check(SAMPLES_CONSERVED)],
     description="DCGM minutes tied to job runs and pods (hpc_job label, pod label, host-exclusive, host-shared), "

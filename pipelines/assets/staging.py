@@ -17,6 +17,7 @@ from pipelines.tables import (
     RAW_QUARANTINE_MONTHLY,
     RAW_SLURM_SACCT,
     STG_DCGM__FIELD_PRESENCE,
+    STG_DCGM__GPU_HOUR_SUMS,
     STG_DCGM__GPU_HOURLY,
     STG_DCGM__GPU_MINUTELY,
     STG_SLURM__JOBS,
@@ -28,6 +29,7 @@ from transforms.staging.stg_dcgm__field_presence import (
     presence_summary,
     stg_dcgm__field_presence,
 )
+from transforms.staging.stg_dcgm__gpu_hour_sums import stg_dcgm__gpu_hour_sums_sql
 from transforms.staging.stg_dcgm__gpu_hourly import stg_dcgm__gpu_hourly
 from transforms.staging.stg_dcgm__gpu_minutely import stg_dcgm__gpu_minutely_sql
 from transforms.staging.stg_slurm__jobs import stg_slurm__jobs
@@ -73,6 +75,22 @@ def stg_dcgm__gpu_minutely_asset(step: Step) -> MaterializeResult:
         {"minutes_below_full_coverage": int(below), "mean_coverage": float(total / count) if count else None},
         rows=sum(rows.values()),
     )
+
+
+@table_asset(
+    STG_DCGM__GPU_HOUR_SUMS,
+    reads=[STG_DCGM__GPU_MINUTELY],
+    description="Per GPU or MIG instance, label and hour: the minute rows' sums in fixed point, from which the "
+    "month's attribution takes the hours that go whole to one job or to idle.",
+)
+def stg_dcgm__gpu_hour_sums_asset(step: Step) -> MaterializeResult:
+    threshold = step.config.flags.zero_util_threshold
+
+    def hour_sums(cluster, hosts: HostRange) -> pl.DataFrame:
+        step_seconds = cluster.sample_step_seconds
+        return step.sql(*stg_dcgm__gpu_hour_sums_sql(cluster.name, step.day, step_seconds, threshold, hosts))
+
+    return step.done(rows=sum(write_by_host_ranges(step, STG_DCGM__GPU_MINUTELY, hour_sums).values()))
 
 
 @table_asset(

@@ -98,7 +98,7 @@ def test_bench_marts_tiny_matches_a_normal_run(tmp_path: Path) -> None:
         str(STEP),
         "--workdir",
         str(workdir),
-        "--no-compare-joins",
+        "--no-compare-paths",
     )
     assert sacct.stat().st_mtime_ns == simulated  # the landed data is reused, not simulated again
     assert json.loads(again.stdout.strip().splitlines()[-1])["samples"] == result["samples"]

@@ -135,6 +135,7 @@ def flags_and_usage() -> tuple[pl.DataFrame, pl.DataFrame]:
             [h200.HOSTNAME],
             [1.0],
             thresholds.zero_util_threshold,
+            sums_stored=False,
         )
         attributed = conn.sql(text, params=params).pl().cast(ATTRIBUTED_SCHEMA)
     usage = fct_job_usage(

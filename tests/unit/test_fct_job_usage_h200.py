@@ -57,7 +57,15 @@ def h200_usage() -> pl.DataFrame:
                 conn, "staging.stg_dcgm__gpu_minutely", minutely.filter(pl.col("day") == day), {"day": day}
             )
         text, params = int_gpu_minutes_attributed_sql(
-            h200.CLUSTER, period[0], period[0], period[1], h200.STEP_SECONDS, [h200.HOSTNAME], [1.0], 0.01
+            h200.CLUSTER,
+            period[0],
+            period[0],
+            period[1],
+            h200.STEP_SECONDS,
+            [h200.HOSTNAME],
+            [1.0],
+            0.01,
+            sums_stored=False,
         )
         attributed = conn.sql(text, params=params).pl().cast(ATTRIBUTED_SCHEMA)
     return fct_job_usage(

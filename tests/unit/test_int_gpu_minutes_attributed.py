@@ -7,7 +7,8 @@ from datetime import date, datetime, timedelta
 import polars as pl
 import pytest
 
-from transforms.intermediate.int_gpu_minutes_attributed import JOINS, ORDER, SCHEMA, int_gpu_minutes_attributed_sql
+from transforms.intermediate.int_gpu_minutes_attributed import ORDER, SCHEMA, int_gpu_minutes_attributed_sql
+from transforms.staging.stg_dcgm__gpu_hour_sums import stg_dcgm__gpu_hour_sums_sql
 from transforms.staging.stg_dcgm__gpu_minutely import SCHEMA as MINUTELY_SCHEMA
 from transforms.staging.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
 from warehouse import connect, replace_partition
@@ -15,13 +16,14 @@ from warehouse import connect, replace_partition
 MARCH = (datetime(2024, 3, 1), datetime(2024, 4, 1))
 T0 = datetime(2024, 3, 10, 10)
 HOSTS = {"n1": 8.0, "n2": 8.0}
-JOIN = {"join": "hour_bucket"}
+MODE = {"whole_hours": True}
 
 
-@pytest.fixture(autouse=True, params=JOINS)
-def join(request: pytest.FixtureRequest) -> str:
-    """Every rule below holds for both joins of minutes to runs (hour buckets, ASOF/interval)."""
-    JOIN["join"] = request.param
+@pytest.fixture(autouse=True, params=[True, False], ids=["whole_hours", "every_minute"])
+def whole_hours(request: pytest.FixtureRequest) -> bool:
+    """Every rule below holds whether whole hours come from the hour sums or every minute row
+    is attributed."""
+    MODE["whole_hours"] = request.param
     return request.param
 
 
@@ -70,16 +72,35 @@ def minute(
     return row | fields
 
 
+def land_minutes(conn, rows: pl.DataFrame, step_seconds: int, zero_threshold: float = 0.01) -> None:
+    """Each day's minute rows and, as the daily job does, their hour sums."""
+    for day in rows.get_column("day").unique().to_list():
+        replace_partition(conn, "staging.stg_dcgm__gpu_minutely", rows.filter(pl.col("day") == day), {"day": day})
+        text, params = stg_dcgm__gpu_hour_sums_sql("c1", day, step_seconds, zero_threshold)
+        sums = conn.sql(text, params=params).pl().with_columns(day=pl.lit(day))
+        replace_partition(conn, "staging.stg_dcgm__gpu_hour_sums", sums, {"day": day})
+
+
 def attribute(
-    runs: list[dict], minutes: list[dict], step_seconds: int = 30, hosts=HOSTS, windows=(MARCH,), mig_weights=None
+    runs: list[dict],
+    minutes: list[dict],
+    step_seconds: int = 30,
+    hosts=HOSTS,
+    windows=(MARCH,),
+    mig_weights=None,
+    kept: pl.Expr | None = None,
 ) -> pl.DataFrame:
-    """The SQL's rows for the month, run once per period window (the asset runs day windows)."""
+    """The SQL's rows for the month, run once per period window (the asset runs day windows).
+    ``kept``: after the hour sums are made, the minute rows left for the month to read."""
     jobs = pl.DataFrame(runs, schema=JOBS_SCHEMA).with_columns(month=pl.lit(date(2024, 3, 1)))
     rows = pl.DataFrame(minutes, schema=MINUTELY_SCHEMA).with_columns(day=pl.col("minute").dt.date())
     with connect(":memory:") as conn:
         replace_partition(conn, "staging.stg_slurm__jobs", jobs, {"month": date(2024, 3, 1)})
-        for day in rows.get_column("day").unique().to_list():
-            replace_partition(conn, "staging.stg_dcgm__gpu_minutely", rows.filter(pl.col("day") == day), {"day": day})
+        land_minutes(conn, rows, step_seconds)
+        if kept is not None:
+            for day in rows.get_column("day").unique().to_list():
+                left = rows.filter(pl.col("day") == day, kept)
+                replace_partition(conn, "staging.stg_dcgm__gpu_minutely", left, {"day": day})
         frames = []
         for low, high in windows:
             text, params = int_gpu_minutes_attributed_sql(
@@ -91,8 +112,8 @@ def attribute(
                 list(hosts),
                 list(hosts.values()),
                 0.01,
-                JOIN["join"],
                 mig_weights=mig_weights,
+                whole_hours=MODE["whole_hours"],
             )
             frames.append(conn.sql(text, params=params).pl().cast(SCHEMA))
         return pl.concat(frames)
@@ -188,11 +209,6 @@ def test_rejects_mismatched_hosts() -> None:
         int_gpu_minutes_attributed_sql("c1", MARCH[0], MARCH[0], MARCH[1], 30, ["n1"], [], 0.01)
 
 
-def test_rejects_an_unknown_join() -> None:
-    with pytest.raises(ValueError, match="join must be one of"):
-        int_gpu_minutes_attributed_sql("c1", MARCH[0], MARCH[0], MARCH[1], 30, ["n1"], [8.0], 0.01, "hash")
-
-
 def test_docs_list_exactly_the_stored_columns() -> None:
     import re
     from pathlib import Path
@@ -217,3 +233,50 @@ def test_day_windows_give_the_rows_of_the_whole_month() -> None:
     whole, by_day = attribute(runs, minutes), attribute(runs, minutes, windows=days)
     assert set(whole.get_column("attribution_method")) >= {"host_shared", "hpc_job_label", "unallocated"}
     assert by_day.sort(list(ORDER), nulls_last=False).equals(whole.sort(list(ORDER), nulls_last=False))
+
+
+def test_whole_hours_come_from_the_hour_sums_with_the_same_bits(whole_hours: bool) -> None:
+    """Hours going whole to one place (a job's run covering the hour, a label without a run, idle
+    hosts, a whole-host job) are read from the hour sums: the month gives the same rows, to the
+    bit, with their minute rows gone; the edge hours still need theirs."""
+    start = T0 - timedelta(minutes=30)
+    runs = [
+        run("7", start, T0 + timedelta(hours=2, minutes=10)),  # labelled, covers 10:00 and 11:00 whole
+        run("8", T0 + timedelta(hours=1), T0 + timedelta(hours=4), gpus=8.0, hosts=("n2",)),  # whole host n2
+    ]
+    minutes = []
+    for k in range(-40, 4 * 60 + 20):
+        at = T0 + timedelta(minutes=k)
+        wobble = (k % 7) / 7 + 1e-3 * (k % 3)
+        minutes.append(minute(at, "7", sm=wobble, n=2 if k % 5 else 1, power_w_mean=250.0 + k / 3))
+        minutes.append(minute(at, gpu=1, sm=wobble / 2))  # unlabelled on a labelled host
+        minutes.append(minute(at, "99", gpu=2, sm=0.0))  # a label no run has
+        minutes.append(minute(at, host="n2", gpu=k % 8, sm=wobble, fb_used_mib_mean=None))
+    MODE["whole_hours"] = False
+    reference = attribute(runs, minutes)
+    MODE["whole_hours"] = whole_hours
+    # Only job 7's first and last hours on n1 need minute rows; every hour of n2 goes whole.
+    edges = (pl.col("hostname") == "n1") & pl.col("minute").dt.truncate("1h").is_in(
+        [T0 - timedelta(hours=1), T0 + timedelta(hours=2)]
+    )
+    kept = edges if whole_hours else pl.lit(True)
+    out = attribute(runs, minutes, kept=kept)
+    assert set(out.get_column("attribution_method")) == {
+        "hpc_job_label",
+        "unallocated",
+        "unattributed",
+        "host_exclusive",
+    }
+    assert out.equals(reference)
+
+
+def test_docs_list_exactly_the_hour_sums_columns(whole_hours: bool) -> None:
+    import re
+    from pathlib import Path
+
+    from transforms.staging.stg_dcgm__gpu_hour_sums import SCHEMA as SUMS_SCHEMA
+
+    text = (Path(__file__).parents[2] / "docs" / "marts.md").read_text()
+    section = text.split("## staging.stg_dcgm__gpu_hour_sums\n", 1)[1].split("\n## ", 1)[0]
+    documented = [c for c in re.findall(r"^\| ([a-z_0-9]+) \|", section, flags=re.MULTILINE) if c != "column"]
+    assert documented == [*SUMS_SCHEMA, "day"]

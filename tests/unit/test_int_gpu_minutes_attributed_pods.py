@@ -8,7 +8,8 @@ from datetime import date, datetime, timedelta
 import polars as pl
 import pytest
 
-from transforms.intermediate.int_gpu_minutes_attributed import JOINS, SCHEMA, int_gpu_minutes_attributed_sql
+from tests.unit.test_int_gpu_minutes_attributed import land_minutes
+from transforms.intermediate.int_gpu_minutes_attributed import SCHEMA, int_gpu_minutes_attributed_sql
 from transforms.staging.stg_dcgm__gpu_minutely import SCHEMA as MINUTELY_SCHEMA
 from transforms.staging.stg_kube__pods import SCHEMA as PODS_SCHEMA
 from transforms.staging.stg_slurm__jobs import SCHEMA as JOBS_SCHEMA
@@ -76,7 +77,7 @@ def minute(
     }
 
 
-def attribute(pods: list[dict], minutes: list[dict], runs: list[dict] = (), join: str = "hour_bucket") -> pl.DataFrame:
+def attribute(pods: list[dict], minutes: list[dict], runs: list[dict] = (), whole_hours: bool = True) -> pl.DataFrame:
     with connect(":memory:") as conn:
         month = {"month": MONTH}
         replace_partition(
@@ -92,10 +93,9 @@ def attribute(pods: list[dict], minutes: list[dict], runs: list[dict] = (), join
             month,
         )
         rows = pl.DataFrame(minutes, schema=MINUTELY_SCHEMA).with_columns(day=pl.col("minute").dt.date())
-        for day in rows.get_column("day").unique().to_list():
-            replace_partition(conn, "staging.stg_dcgm__gpu_minutely", rows.filter(pl.col("day") == day), {"day": day})
+        land_minutes(conn, rows, 30)
         text, params = int_gpu_minutes_attributed_sql(
-            "c1", MARCH[0], *MARCH, 30, list(HOSTS), list(HOSTS.values()), 0.01, join
+            "c1", MARCH[0], *MARCH, 30, list(HOSTS), list(HOSTS.values()), 0.01, whole_hours=whole_hours
         )
         return conn.sql(text, params=params).pl().cast(SCHEMA)
 
@@ -106,8 +106,8 @@ def by(out: pl.DataFrame, *keys: str) -> dict:
     }
 
 
-@pytest.mark.parametrize("join", JOINS)
-def test_pod_label_inside_the_pod_else_unattributed(join: str) -> None:
+@pytest.mark.parametrize("whole_hours", [True, False])
+def test_pod_label_inside_the_pod_else_unattributed(whole_hours: bool) -> None:
     pods = [pod("web-1", T0 + timedelta(seconds=20), T0 + timedelta(minutes=3))]
     minutes = [
         minute(T0, "web-1"),  # the pod starts inside this minute
@@ -116,7 +116,7 @@ def test_pod_label_inside_the_pod_else_unattributed(join: str) -> None:
         minute(T0 + timedelta(minutes=2), "web-1", namespace="other", gpu=2),  # same name, other namespace
         minute(T0 + timedelta(minutes=2), "web-1", gpu=1, n=3),
     ]
-    out = attribute(pods, minutes, join=join)
+    out = attribute(pods, minutes, whole_hours=whole_hours)
     assert by(out, "job_id_raw", "attribution_method") == {("ml/web-1", "pod_label"): 7.0, (None, "unattributed"): 4.0}
     assert out.filter(pl.col("job_id_raw") == "ml/web-1")["start_time"].unique().to_list() == [pods[0]["start_time"]]
     assert out["split_off_samples"].sum() == 0.0

@@ -34,6 +34,7 @@ from transforms.marts import (
 )
 from transforms.staging import (
     stg_dcgm__field_presence,
+    stg_dcgm__gpu_hour_sums,
     stg_dcgm__gpu_hourly,
     stg_dcgm__gpu_minutely,
     stg_kube__jobs,
@@ -53,6 +54,7 @@ SQL_TYPES = {
     pl.Datetime("us"): "TIMESTAMP",
     pl.Binary(): "BLOB",
     pl.List(pl.String()): "VARCHAR[]",
+    pl.Decimal(38, 0): "DECIMAL(38,0)",
 }
 DAY, MONTH = (("day", "DATE"),), (("month", "DATE"),)
 # A closed ledger row: the close's time, the row's place and hash in the chain (warehouse/books/ledger_chain.py).
@@ -78,6 +80,7 @@ CONTRACTS = (
     Contract("staging.stg_dcgm__field_presence", stg_dcgm__field_presence.SCHEMA),
     Contract("staging.stg_dcgm__gpu_hourly", stg_dcgm__gpu_hourly.SCHEMA, DAY),
     Contract("staging.stg_dcgm__gpu_minutely", stg_dcgm__gpu_minutely.SCHEMA, DAY),
+    Contract("staging.stg_dcgm__gpu_hour_sums", stg_dcgm__gpu_hour_sums.SCHEMA, DAY),
     Contract("staging.stg_slurm__jobs", stg_slurm__jobs.SCHEMA, MONTH),
     Contract("staging.stg_kube__pods", stg_kube__pods.SCHEMA, MONTH),
     Contract("staging.stg_kube__jobs", stg_kube__jobs.SCHEMA, MONTH),

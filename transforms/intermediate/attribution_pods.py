@@ -1,8 +1,9 @@
 """The Kubernetes part of int_gpu_minutes_attributed's SQL: minute rows tied to pods.
 
-CTE text spliced into ``transforms.intermediate.int_gpu_minutes_attributed`` (rules in its docstring and
-docs/marts.md). ``POD_RUN_CTES`` reads ``staging.stg_kube__pods`` (5 parameters: period start,
-period end twice, cluster, month) into ``pod_run_hours`` (pods exploded per hour, keyed by
+CTE text spliced into ``transforms.intermediate.int_gpu_minutes_attributed`` (rules in its
+docstring and docs/marts.md). ``POD_RUN_CTES`` reads ``staging.stg_kube__pods`` (named
+parameters ``$period_start``, ``$period_end``, ``$cluster``, ``$month``:
+``transforms.helpers.sql_params``) into ``pod_run_hours`` (pods exploded per hour, keyed by
 their job); ``POD_LABEL_CTES`` ties the ``minutes`` rows with a ``pod`` label and no
 ``hpc_job`` to them by (namespace, pod, hour) + the overlap filter, the same join shape as the
 ``hpc_job`` label, and splits a time-sliced GPU-minute between its pods (``w``, ``split_w``).
@@ -19,9 +20,9 @@ POD_JOB_KEY = """CASE WHEN owner_kind IS NULL OR owner_kind IN ('<none>', 'Repli
 POD_RUN_CTES = f"""pod_runs AS (
     SELECT job_id_raw, namespace, pod, run_start, run_end, min(pod_start) OVER (PARTITION BY job_id_raw) AS start_time
     FROM (SELECT {POD_JOB_KEY} AS job_id_raw, namespace, pod, start_time AS pod_start,
-                 greatest(start_time, CAST(? AS TIMESTAMP)) AS run_start,
-                 least(coalesce(end_time, CAST(? AS TIMESTAMP)), CAST(? AS TIMESTAMP)) AS run_end
-          FROM staging.stg_kube__pods WHERE cluster = ? AND month = ? AND start_time IS NOT NULL)
+                 greatest(start_time, $period_start) AS run_start,
+                 least(coalesce(end_time, $period_end), $period_end) AS run_end
+          FROM staging.stg_kube__pods WHERE cluster = $cluster AND month = $month AND start_time IS NOT NULL)
 ),
 pod_run_hours AS (
     SELECT r.*, unnest(generate_series(date_trunc('hour', run_start), run_end - INTERVAL 1 MICROSECOND,

@@ -1,17 +1,52 @@
-"""SQL fragments of int_gpu_minutes_attributed: the two joins of minute rows to runs and the
-weighted, fixed-point measures (the rules are in that module's docstring)."""
+"""SQL fragments of int_gpu_minutes_attributed (the rules are in that module's docstring):
+the run CTEs, the join of labelled minute rows to runs, the MIG power split, and the sums.
+
+Parameters are named (``$name``, ``transforms.helpers.sql_params``).
+"""
 
 from __future__ import annotations
 
-MEAN_SIGNALS = ("gpu_util", "gr_engine_active", "sm_active", "tensor_active", "best")
-MEAN_COLUMN = {signal: f"{signal}_mean" for signal in MEAN_SIGNALS} | {"best": "best_signal_mean"}
+from transforms.helpers.minute_measures import TERMS, fixed, unfixed
 
-# The two joins of minute rows to runs (``join``): runs exploded per hour and equi-joined on
-# (hpc_job | host, hour) + the overlap filter, or without hour buckets: an ASOF join of
-# labelled minutes to the job's latest run started before the minute's end, and a join on
-# host + the overlap filter (a range join per host). Both give the same rows.
-LABEL_JOINS = {
-    "hour_bucket": """
+RUN_CTES = """runs AS (
+    SELECT job_id_raw, start_time, hosts,
+           greatest(start_time, $period_start) AS run_start,
+           least(coalesce(end_time, $period_end), $period_end) AS run_end,
+           gpus / len(hosts) AS host_gpus
+    FROM staging.stg_slurm__jobs
+    WHERE cluster = $cluster AND month = $month AND start_time IS NOT NULL
+),
+run_hours AS (
+    SELECT r.*, unnest(generate_series(date_trunc('hour', run_start), run_end - INTERVAL 1 MICROSECOND,
+                                       INTERVAL 1 HOUR)) AS hour
+    FROM runs r WHERE run_end > run_start
+),
+host_run_hours AS (
+    SELECT job_id_raw, start_time, run_start, run_end, host_gpus, hour, unnest(hosts) AS hostname
+    FROM run_hours WHERE len(hosts) > 0
+),
+"""
+
+# Labelled minute rows to runs: runs exploded per hour and equi-joined on (hpc_job, hour) + the
+# overlap filter. Two runs of one job in a minute (a requeue) split it by overlap.
+LABEL_CTES = """edge_minutes AS (
+    SELECT DISTINCT job_id_raw, start_time, run_start, run_end, minute FROM (
+        SELECT *, date_trunc('minute', run_start) AS minute FROM runs WHERE run_end > run_start
+        UNION ALL
+        SELECT *, date_trunc('minute', run_end - INTERVAL 1 MICROSECOND) FROM runs WHERE run_end > run_start
+    )
+),
+split_minutes AS (
+    SELECT job_id_raw, start_time, minute,
+           epoch(least(minute + INTERVAL 1 MINUTE, run_end)) - epoch(greatest(minute, run_start)) AS overlap,
+           sum(epoch(least(minute + INTERVAL 1 MINUTE, run_end)) - epoch(greatest(minute, run_start)))
+               OVER same_minute AS total,
+           count(*) OVER same_minute AS n_runs
+    FROM edge_minutes
+    WINDOW same_minute AS (PARTITION BY job_id_raw, minute ORDER BY start_time
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+    QUALIFY n_runs > 1
+),
 labelled AS (
     SELECT m.*, r.job_id_raw, r.start_time,
            CASE WHEN r.job_id_raw IS NULL THEN 'unattributed' ELSE 'hpc_job_label' END AS attribution_method,
@@ -23,25 +58,7 @@ labelled AS (
       ON s.job_id_raw = r.job_id_raw AND s.start_time = r.start_time AND s.minute = m.minute
     WHERE m.hpc_job IS NOT NULL
 ),
-""",
-    "interval": """
-labelled AS (
-    SELECT m.* EXCLUDE (minute_end),
-           CASE WHEN m.minute < r.run_end THEN r.job_id_raw END AS job_id_raw,
-           CASE WHEN m.minute < r.run_end THEN r.start_time END AS start_time,
-           CASE WHEN m.minute < r.run_end THEN 'hpc_job_label' ELSE 'unattributed' END AS attribution_method,
-           1.0 AS w
-    FROM (SELECT u.*, u.minute + INTERVAL 1 MINUTE AS minute_end FROM minutes u
-          ANTI JOIN split_minutes s ON s.job_id_raw = u.hpc_job AND s.minute = u.minute
-          WHERE u.hpc_job IS NOT NULL) m
-    ASOF LEFT JOIN (SELECT * FROM runs WHERE run_end > run_start) r
-      ON r.job_id_raw = m.hpc_job AND m.minute_end > r.run_start
-    UNION ALL BY NAME
-    SELECT m.*, s.job_id_raw, s.start_time, 'hpc_job_label' AS attribution_method, s.overlap / s.total AS w
-    FROM minutes m JOIN split_minutes s ON s.job_id_raw = m.hpc_job AND s.minute = m.minute
-),
-""",
-}
+"""
 # MIG power: dcgm-exporter reports a MIG GPU's power on the GPU, not per instance (the
 # device row, gpu_i_id null, after ``dcgm_mig_device``). Each instance row present in a minute
 # gets its share of it (``mig_weights`` by profile, else compute slices / 7; an instance seen
@@ -50,7 +67,7 @@ labelled AS (
 # than 1, a misconfigured weight, are scaled down to 1), so the
 # minute's energy is the GPU's once, whoever it is attributed to. Other rows are unchanged.
 MIG_POWER_CTES = """mig_weights AS (
-    SELECT unnest(CAST(? AS VARCHAR[])) AS gpu_i_profile, unnest(CAST(? AS DOUBLE[])) AS share
+    SELECT unnest(CAST($mig_profiles AS VARCHAR[])) AS gpu_i_profile, unnest(CAST($mig_shares AS DOUBLE[])) AS share
 ),
 mig_instances AS (
     SELECT m.hostname, m.gpu, m.minute, m.gpu_i_id, sum(m.n_samples) AS instance_samples,
@@ -88,34 +105,30 @@ minutes AS (
       ON p.hostname = m.hostname AND p.gpu = m.gpu AND p.minute = m.minute AND p.instance = coalesce(m.gpu_i_id, -1)
 ),
 """
-HOST_JOINS = {
-    "hour_bucket": "host_run_hours r\n      ON r.hostname = h.hostname AND r.hour = h.hour",
-    "interval": "host_runs r\n      ON r.hostname = h.hostname",
-}
-JOINS = tuple(LABEL_JOINS)
+SPLIT_OFF = "w_split"  # the sum of split_w x n_samples: samples a time-sliced GPU-minute's pods did not get
 
 
-def exact_sum(expression: str) -> str:
-    """A sum in fixed point (HUGEINT units of 1e-12): integer addition does not depend on the
-    order DuckDB's threads meet the rows, so a rerun gives the same bits (a float sum does not)."""
-    return f"CAST(sum(CAST(round(({expression}) * 1e12) AS HUGEINT)) AS DOUBLE) / 1e12"
+def minute_sums() -> str:
+    """The SELECT list of a weighted minute rows' group: each measure's fixed-point integer sum."""
+    parts = [f"sum({fixed(term)}) AS {name}" for name, term in TERMS.items()]
+    parts += ["max(fb_used_mib_max) AS fb_used_mib_max", f"sum({fixed('split_w * n_samples')}) AS {SPLIT_OFF}"]
+    return ",\n    ".join(parts)
 
 
-def weighted_measures() -> str:
-    """The SELECT list of weighted sums over ``w`` (weight) rows of minutely columns."""
-    present = "CASE WHEN {} IS NOT NULL THEN w * n_samples ELSE 0 END"
-    sums = {"samples": "w * n_samples"}
-    for signal in MEAN_SIGNALS:
-        mean = MEAN_COLUMN[signal]
-        sums[f"{signal}_sum"] = f"w * {mean} * n_samples"
-        sums[f"{signal}_n"] = present.format(mean)
-    sums["zero_samples"] = "CASE WHEN best_signal_mean <= zero_threshold THEN w * n_samples ELSE 0 END"
-    parts = [f"{exact_sum(expression)} AS {name}" for name, expression in sums.items()]
-    parts += [
-        "max(fb_used_mib_max) AS fb_used_mib_max",
-        f"{exact_sum('w * fb_used_mib_mean * n_samples')} AS fb_used_mib_sum",
-        f"{exact_sum(present.format('fb_used_mib_mean'))} AS fb_used_mib_n",
-        f"{exact_sum('w * power_w_mean * n_samples * step_seconds')} AS energy_j",
-        f"coalesce({exact_sum('split_w * n_samples')}, 0.0) AS split_off_samples",
-    ]
+def stored_sums(prefix: str = "") -> str:
+    """The SELECT list of whole hours: each measure's stored sum (``<measure>_e12``) as the same integer."""
+    parts = [f"CAST({prefix}{name}_e12 AS HUGEINT) AS {name}" for name in TERMS]
+    return ",\n    ".join([*parts, f"{prefix}fb_used_mib_max AS fb_used_mib_max"])
+
+
+def output_measures(measures: list[str]) -> str:
+    """The SELECT list of the output, in ``measures`` order: the integers added, as numbers."""
+    parts = []
+    for name in measures:
+        if name == "fb_used_mib_max":
+            parts.append("max(fb_used_mib_max) AS fb_used_mib_max")
+        elif name == "split_off_samples":
+            parts.append(f"coalesce({unfixed(f'sum({SPLIT_OFF})')}, 0.0) AS split_off_samples")
+        else:
+            parts.append(f"{unfixed(f'sum({name})')} AS {name}")
     return ",\n    ".join(parts)

@@ -40,6 +40,12 @@ device row, is first split over the instance rows of the minute by profile share
 Two runs of one job covering a minute (a requeue ends and restarts within it) split its
 labelled samples by their overlap with the minute.
 
+Whole hours (``transforms/intermediate/attribution_hours.py``): a GPU instance's rows of one
+label in an hour that all go to one place with weight 1 (most hours of most jobs, idle hosts)
+are taken from the day's hour sums (``staging.stg_dcgm__gpu_hour_sums``) instead of their
+minute rows; the sums are the same fixed-point integers, so the rows are identical to
+attributing every minute (``whole_hours=False``, which the tests compare with).
+
 Measured on the demo month (128 GPUs x 31 days at 30 s: 7.87 M minute rows, 5.48 M
 labelled; 2 cores, warm, median of 3): this SQL (runs bucketed by hour, equi-join on
 (hpc_job | host, hour) + range filter, all rules, fixed-point sums, ordered output) 2.7 s.
@@ -47,14 +53,8 @@ Polars: moving the minute rows out of DuckDB alone takes 2.2 s, then the label j
 rollups of labelled and unlabelled rows, without the host rules, 0.9 s: 3.1 s for less work
 (under load from other jobs: SQL 3.4 s, Polars 7.5 s). The SQL is kept; the minute rows
 never leave DuckDB.
-The MIG power split (``MIG_POWER_CTES``, fourth session) costs 2.15 -> 3.0 s on the demo
+The MIG power split (``MIG_POWER_CTES``) cost 2.15 -> 3.0 s on the demo
 month in day windows (best of 3), mostly the aggregation over the 2.86 M instance rows.
-
-Joins of minutes to runs (``join``, timed by ``cardhours bench marts``): ``hour_bucket``
-(kept) vs ``interval`` (ASOF join for labels, host + overlap range join for the rest), same
-rows. 1,000 GPUs x 30 days at 15 s (60 M minute rows, in day windows), 2 cores, load
-0.35-0.96, fastest of 3: hour_bucket 8.2 s, interval 15.4 s (the per-host range join meets
-every run the host had in the window). On 4 days in one query under load ~7: 3.6 s vs 11.6 s.
 """
 
 from __future__ import annotations
@@ -65,19 +65,20 @@ from datetime import datetime, timedelta
 import polars as pl
 
 from contracts.gpus import GPU_INSTANCE
+from transforms.helpers.minute_measures import MEAN_SIGNALS
+from transforms.helpers.sql_params import bind
+from transforms.intermediate.attribution_hours import ROUTE_CTES, STORED_SUMS, SUMMED_SUMS, partial_minutes
 from transforms.intermediate.attribution_pods import POD_LABEL_CTES, POD_RUN_CTES
 from transforms.intermediate.attribution_sql import (
-    HOST_JOINS,
-    JOINS,
-    LABEL_JOINS,
-    MEAN_SIGNALS,
+    LABEL_CTES,
     MIG_POWER_CTES,
-    weighted_measures,
+    RUN_CTES,
+    minute_sums,
+    output_measures,
 )
 
 __all__ = [
     "ATTRIBUTED_METHODS",
-    "JOINS",
     "MEAN_SIGNALS",
     "METHODS",
     "ORDER",
@@ -107,7 +108,7 @@ SCHEMA: dict[str, pl.DataType] = {
 }
 
 # The minute-rollup columns the rules read (the CTE is materialized: fewer columns, less work).
-MINUTE_COLUMNS = (
+MINUTE_COLUMNS = [
     "hostname",
     "gpu",
     "gpu_i_id",
@@ -125,7 +126,7 @@ MINUTE_COLUMNS = (
     "fb_used_mib_mean",
     "fb_used_mib_max",
     "power_w_mean",
-)
+]
 # Output order (a fixed order keeps downstream float sums identical across reruns).
 ORDER = (
     "cluster",
@@ -138,91 +139,10 @@ ORDER = (
     "start_time",
     "attribution_method",
 )
+KEY = ", ".join(ORDER[1:])
+MEASURES = [column for column in SCHEMA if column not in ORDER]
 
-
-def int_gpu_minutes_attributed_sql(
-    cluster: str,
-    month_start: datetime,
-    period_start: datetime,
-    period_end: datetime,
-    step_seconds: int,
-    host_names: Sequence[str],
-    host_gpus: Sequence[float],
-    zero_threshold: float = 0.01,
-    join: str = "hour_bucket",
-    mig_weights: Mapping[str, float] | None = None,
-) -> tuple[str, list[object]]:
-    """(SQL text, params) for one cluster and period: rows in SCHEMA, ordered by ORDER.
-
-    ``month_start``: the ``month`` partition of ``staging.stg_slurm__jobs`` to read;
-    ``host_names``/``host_gpus``: every host of the cluster and its GPUs (MIG instances as
-    fractions), from the inventory; ``zero_threshold``: config ``flags.zero_util_threshold``;
-    ``mig_weights``: a MIG profile's share of its GPU (``rates.mig_weight``; profiles not in it:
-    compute slices / 7), which splits the GPU's power over its instances (``MIG_POWER_CTES``).
-    """
-    weights = dict(mig_weights or {})
-    if len(host_names) != len(host_gpus):
-        raise ValueError("host_names and host_gpus must have the same length")
-    if step_seconds <= 0:
-        raise ValueError(f"step_seconds must be positive, got {step_seconds}")
-    if join not in JOINS:
-        raise ValueError(f"join must be one of {', '.join(JOINS)}, got {join!r}")
-    label_join, host_join = LABEL_JOINS[join], HOST_JOINS[join]
-    text = f"""
-WITH params AS (
-    SELECT CAST(? AS DOUBLE) AS step_seconds, CAST(? AS DOUBLE) AS zero_threshold
-),
-capacity AS (
-    SELECT unnest(CAST(? AS VARCHAR[])) AS hostname, unnest(CAST(? AS DOUBLE[])) AS host_capacity
-),
-runs AS (
-    SELECT job_id_raw, start_time, hosts,
-           greatest(start_time, CAST(? AS TIMESTAMP)) AS run_start,
-           least(coalesce(end_time, CAST(? AS TIMESTAMP)), CAST(? AS TIMESTAMP)) AS run_end,
-           gpus / len(hosts) AS host_gpus
-    FROM staging.stg_slurm__jobs
-    WHERE cluster = ? AND month = ? AND start_time IS NOT NULL
-),
-run_hours AS (
-    SELECT r.*, unnest(generate_series(date_trunc('hour', run_start), run_end - INTERVAL 1 MICROSECOND,
-                                       INTERVAL 1 HOUR)) AS hour
-    FROM runs r WHERE run_end > run_start
-),
-host_run_hours AS (
-    SELECT job_id_raw, start_time, run_start, run_end, host_gpus, hour, unnest(hosts) AS hostname
-    FROM run_hours WHERE len(hosts) > 0
-),
-host_runs AS (
-    SELECT job_id_raw, start_time, run_start, run_end, host_gpus, unnest(hosts) AS hostname
-    FROM runs WHERE run_end > run_start AND len(hosts) > 0
-),
-{POD_RUN_CTES}minutes_read AS (
-    SELECT {", ".join(MINUTE_COLUMNS)}, date_trunc('hour', minute) AS hour FROM staging.stg_dcgm__gpu_minutely
-    WHERE cluster = ? AND day >= CAST(? AS DATE) AND day <= CAST(? AS DATE)
-      AND minute >= CAST(? AS TIMESTAMP) AND minute < CAST(? AS TIMESTAMP)
-),
-{MIG_POWER_CTES}edge_minutes AS (
-    SELECT DISTINCT job_id_raw, start_time, run_start, run_end, minute FROM (
-        SELECT *, date_trunc('minute', run_start) AS minute FROM runs WHERE run_end > run_start
-        UNION ALL
-        SELECT *, date_trunc('minute', run_end - INTERVAL 1 MICROSECOND) FROM runs WHERE run_end > run_start
-    )
-),
-split_minutes AS (
-    SELECT job_id_raw, start_time, minute,
-           epoch(least(minute + INTERVAL 1 MINUTE, run_end)) - epoch(greatest(minute, run_start)) AS overlap,
-           sum(epoch(least(minute + INTERVAL 1 MINUTE, run_end)) - epoch(greatest(minute, run_start)))
-               OVER same_minute AS total,
-           count(*) OVER same_minute AS n_runs
-    FROM edge_minutes
-    WINDOW same_minute AS (PARTITION BY job_id_raw, minute ORDER BY start_time
-                           ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
-    QUALIFY n_runs > 1
-),
-{label_join}{POD_LABEL_CTES}labelled_host_hours AS (
-    SELECT DISTINCT hostname, hour FROM minutes WHERE hpc_job IS NOT NULL OR pod IS NOT NULL
-),
-unlabelled AS (
+HOST_CTES = """unlabelled AS (
     SELECT m.* FROM minutes m ANTI JOIN labelled_host_hours l ON l.hostname = m.hostname AND l.hour = m.hour
     WHERE m.hpc_job IS NULL AND m.pod IS NULL
 ),
@@ -232,7 +152,8 @@ host_minutes AS (
 host_shares AS (
     SELECT h.hostname, h.minute, r.job_id_raw, r.start_time, r.host_gpus,
            count(*) OVER hm AS n_runs, sum(r.host_gpus) OVER hm AS held
-    FROM host_minutes h JOIN {host_join}
+    FROM host_minutes h JOIN host_run_hours r
+      ON r.hostname = h.hostname AND r.hour = h.hour
      AND h.minute < r.run_end AND h.minute + INTERVAL 1 MINUTE > r.run_start
     WINDOW hm AS (PARTITION BY h.hostname, h.minute ORDER BY r.job_id_raw, r.start_time
                   ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
@@ -267,37 +188,75 @@ weighted AS (
     UNION ALL BY NAME SELECT * FROM host_attributed
     UNION ALL BY NAME SELECT * FROM host_remainder
     UNION ALL BY NAME SELECT * FROM idle_on_labelled_hosts
+),
+"""
+
+
+def _text(sums_stored: bool) -> str:
+    return f"""
+WITH params AS (
+    SELECT CAST($step_seconds AS DOUBLE) AS step_seconds, CAST($zero_threshold AS DOUBLE) AS zero_threshold
+),
+capacity AS (
+    SELECT unnest(CAST($host_names AS VARCHAR[])) AS hostname, unnest(CAST($host_gpus AS DOUBLE[])) AS host_capacity
+),
+{RUN_CTES}{POD_RUN_CTES}{STORED_SUMS if sums_stored else SUMMED_SUMS}{ROUTE_CTES}\
+{partial_minutes(MINUTE_COLUMNS)}{MIG_POWER_CTES}{LABEL_CTES}{POD_LABEL_CTES}{HOST_CTES}minute_sums AS (
+    SELECT {KEY},
+    {minute_sums()}
+    FROM weighted, params
+    GROUP BY {KEY}
 )
-SELECT CAST(? AS VARCHAR) AS cluster, hostname, gpu, gpu_i_id, gpu_i_profile, hour, job_id_raw, start_time,
-    attribution_method,
-    {weighted_measures()}
-FROM weighted, params
-GROUP BY hostname, gpu, gpu_i_id, gpu_i_profile, hour, job_id_raw, start_time, attribution_method
+SELECT CAST($cluster AS VARCHAR) AS cluster, {KEY},
+    {output_measures(MEASURES)}
+FROM (SELECT * FROM minute_sums UNION ALL BY NAME SELECT * FROM whole_sums)
+GROUP BY {KEY}
 ORDER BY {", ".join(f"{column} NULLS FIRST" for column in ORDER[1:])}
 """
-    last_day = (period_end - timedelta(microseconds=1)).date()
-    params: list[object] = [
-        step_seconds,
-        zero_threshold,
-        list(host_names),
-        [float(g) for g in host_gpus],
-        period_start,
-        period_end,
-        period_end,
-        cluster,
-        month_start.date(),
-        period_start,
-        period_end,
-        period_end,
-        cluster,
-        month_start.date(),
-        cluster,
-        period_start.date(),
-        last_day,
-        period_start,
-        period_end,
-        list(weights),
-        [float(w) for w in weights.values()],
-        cluster,
-    ]
-    return text, params
+
+
+def int_gpu_minutes_attributed_sql(
+    cluster: str,
+    month_start: datetime,
+    period_start: datetime,
+    period_end: datetime,
+    step_seconds: int,
+    host_names: Sequence[str],
+    host_gpus: Sequence[float],
+    zero_threshold: float = 0.01,
+    mig_weights: Mapping[str, float] | None = None,
+    sums_stored: bool = True,
+    whole_hours: bool = True,
+) -> tuple[str, list[object]]:
+    """(SQL text, params) for one cluster and period: rows in SCHEMA, ordered by ORDER.
+
+    ``month_start``: the ``month`` partition of ``staging.stg_slurm__jobs`` to read;
+    ``host_names``/``host_gpus``: every host of the cluster and its GPUs (MIG instances as
+    fractions), from the inventory; ``zero_threshold``: config ``flags.zero_util_threshold``;
+    ``mig_weights``: a MIG profile's share of its GPU (``rates.mig_weight``; profiles not in it:
+    compute slices / 7), which splits the GPU's power over its instances (``MIG_POWER_CTES``);
+    ``sums_stored``: read the period's hour sums from ``staging.stg_dcgm__gpu_hour_sums`` (the
+    daily job wrote them for every day of the period), else sum its minute rows here;
+    ``whole_hours`` false: attribute every minute row (the reference for the whole-hour rules).
+    """
+    weights = dict(mig_weights or {})
+    if len(host_names) != len(host_gpus):
+        raise ValueError("host_names and host_gpus must have the same length")
+    if step_seconds <= 0:
+        raise ValueError(f"step_seconds must be positive, got {step_seconds}")
+    values = {
+        "cluster": cluster,
+        "month": month_start.date(),
+        "period_start": period_start,
+        "period_end": period_end,
+        "first_day": period_start.date(),
+        "last_day": (period_end - timedelta(microseconds=1)).date(),
+        "step_seconds": step_seconds,
+        "zero_threshold": zero_threshold,
+        "host_names": list(host_names),
+        "host_gpus": [float(g) for g in host_gpus],
+        "mig_profiles": list(weights),
+        "mig_shares": [float(w) for w in weights.values()],
+        "whole_hours": whole_hours,
+    }
+    return bind(_text(sums_stored), values)
