@@ -79,6 +79,21 @@ def namespaces_frame(config: Config) -> pl.DataFrame:
     return _mapping_frame(config, config.org.namespaces, "namespace", NAMESPACES_SCHEMA)
 
 
+def mig_weights(config: Config, cluster: str) -> dict[str, float]:
+    """Each MIG profile of ``cluster``'s inventory and of ``rates.mig_profile_weights`` -> its share
+    of a GPU (``rates.mig_weight``): how the GPU's power is split over its instances."""
+    profiles = sorted(
+        {
+            profile
+            for c in config.clusters
+            if c.name == cluster
+            for group in c.inventory.node_groups
+            for profile in group.mig_layout
+        }
+    )
+    return {profile: config.rates.mig_weight(profile) for profile in [*profiles, *config.rates.mig_profile_weights]}
+
+
 def inventory_frame(config: Config) -> pl.DataFrame:
     """Every GPU or MIG instance of every cluster (``INVENTORY_SCHEMA``)."""
     columns: dict[str, list[Any]] = {name: [] for name in INVENTORY_SCHEMA}

@@ -141,6 +141,12 @@ class Config(StrictModel):
 
         return namespaces_frame(self)
 
+    def mig_weights(self, cluster: str) -> dict[str, float]:
+        """A MIG profile's share of its GPU, for the profiles ``cluster`` has (``frames.mig_weights``)."""
+        from config.frames import mig_weights
+
+        return mig_weights(self, cluster)
+
     def inventory_frame(self) -> pl.DataFrame:
         """One row per cluster x host x GPU x MIG instance (see ``frames.INVENTORY_SCHEMA``)."""
         from config.frames import inventory_frame

@@ -52,9 +52,7 @@ def attribution_queries(cardhours: CardhoursResource, cluster, start, end, summe
     sums are stored and current (default: they are); ``whole_hours``: as the SQL takes it."""
     inventory = cardhours.config.inventory_frame().filter(pl.col("cluster") == cluster.name)
     hosts = inventory.group_by("hostname").agg(pl.col("gpu_fraction").sum()).sort("hostname")
-    profiles = inventory.get_column("gpu_i_profile").drop_nulls().unique().sort().to_list()
-    rates = cardhours.config.rates
-    mig_weights = {profile: rates.mig_weight(profile) for profile in [*profiles, *rates.mig_profile_weights]}
+    mig_weights = cardhours.config.mig_weights(cluster.name)
     queries, low = [], start
     while low < end:
         high = min(low + timedelta(days=CHUNK_DAYS), end)

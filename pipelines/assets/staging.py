@@ -87,8 +87,9 @@ def stg_dcgm__gpu_hour_sums_asset(step: Step) -> MaterializeResult:
     threshold = step.config.flags.zero_util_threshold
 
     def hour_sums(cluster, hosts: HostRange) -> pl.DataFrame:
+        weights = step.config.mig_weights(cluster.name)
         step_seconds = cluster.sample_step_seconds
-        return step.sql(*stg_dcgm__gpu_hour_sums_sql(cluster.name, step.day, step_seconds, threshold, hosts))
+        return step.sql(*stg_dcgm__gpu_hour_sums_sql(cluster.name, step.day, step_seconds, threshold, weights, hosts))
 
     return step.done(rows=sum(write_by_host_ranges(step, STG_DCGM__GPU_MINUTELY, hour_sums).values()))
 

@@ -72,11 +72,11 @@ def minute(
     return row | fields
 
 
-def land_minutes(conn, rows: pl.DataFrame, step_seconds: int, zero_threshold: float = 0.01) -> None:
+def land_minutes(conn, rows: pl.DataFrame, step_seconds: int, zero_threshold: float = 0.01, mig_weights=None) -> None:
     """Each day's minute rows and, as the daily job does, their hour sums."""
     for day in rows.get_column("day").unique().to_list():
         replace_partition(conn, "staging.stg_dcgm__gpu_minutely", rows.filter(pl.col("day") == day), {"day": day})
-        text, params = stg_dcgm__gpu_hour_sums_sql("c1", day, step_seconds, zero_threshold)
+        text, params = stg_dcgm__gpu_hour_sums_sql("c1", day, step_seconds, zero_threshold, mig_weights)
         sums = conn.sql(text, params=params).pl().with_columns(day=pl.lit(day))
         replace_partition(conn, "staging.stg_dcgm__gpu_hour_sums", sums, {"day": day})
 
@@ -96,7 +96,7 @@ def attribute(
     rows = pl.DataFrame(minutes, schema=MINUTELY_SCHEMA).with_columns(day=pl.col("minute").dt.date())
     with connect(":memory:") as conn:
         replace_partition(conn, "staging.stg_slurm__jobs", jobs, {"month": date(2024, 3, 1)})
-        land_minutes(conn, rows, step_seconds)
+        land_minutes(conn, rows, step_seconds, mig_weights=mig_weights)
         if kept is not None:
             for day in rows.get_column("day").unique().to_list():
                 left = rows.filter(pl.col("day") == day, kept)

@@ -11,14 +11,18 @@ A group goes whole, with the method the minute rules would give each of its rows
   (``unallocated``), or exactly one run holds it for the whole hour with weight 1 (all the
   host's GPUs: ``host_exclusive``).
 
-Always minute by minute: pod labels (a time-sliced GPU-minute is split by its rows), the hours
-of a GPU with MIG instances (the GPU's power is split per minute between the instances
-present), and sums made with another ``step_seconds`` or ``zero_threshold``. ``$whole_hours``
-false sends every group minute by minute (the reference the tests compare with).
+Always minute by minute: pod labels (a time-sliced GPU-minute is split by its rows), and sums
+made with another ``step_seconds`` or ``zero_threshold``. A GPU with MIG instances goes whole
+or minute by minute for a whole hour at once, all its rows together: its power is split per
+minute between the instances present (``transforms.helpers.mig_power``), which the minute
+rows can only do all together; and so only when every group of the GPU-hour could go whole
+and the sums were split with the same ``mig_weights``. ``$whole_hours`` false sends every
+group minute by minute (the reference the tests compare with).
 """
 
 from __future__ import annotations
 
+from transforms.helpers.mig_power import mig_power_ctes
 from transforms.helpers.minute_measures import TERMS
 from transforms.staging.stg_dcgm__gpu_hour_sums import KEY, hour_sums_select
 
@@ -31,11 +35,12 @@ STORED_SUMS = """hour_sums AS (
       AND hour >= $period_start AND hour < $period_end
 ),
 """
-SUMMED_SUMS = f"""summed_minutes AS (
+SUMMED_SUMS = f"""summed_raw AS (
     SELECT *, CAST(1.0 AS DOUBLE) AS w, date_trunc('hour', minute) AS hour FROM staging.stg_dcgm__gpu_minutely
     WHERE cluster = $cluster AND day >= $first_day AND day <= $last_day
       AND minute >= $period_start AND minute < $period_end
 ),
+{mig_power_ctes("summed_raw", "summed_minutes", "summed_mig")},
 hour_sums AS (
 {hour_sums_select("summed_minutes")}
 ),
@@ -58,11 +63,12 @@ host_hours AS (
            sum(host_gpus) AS held
     FROM host_run_hours GROUP BY hostname, hour
 ),
-routed AS (
+eligible AS (
     SELECT s.*,
         CASE
             WHEN NOT $whole_hours OR s.step_seconds <> p.step_seconds OR s.zero_threshold <> p.zero_threshold
-                 OR g.hostname IS NOT NULL OR (s.hpc_job IS NULL AND s.pod IS NOT NULL) THEN NULL
+                 OR (s.hpc_job IS NULL AND s.pod IS NOT NULL) THEN NULL
+            WHEN g.hostname IS NOT NULL AND s.mig_weights IS DISTINCT FROM p.mig_weights THEN NULL
             WHEN s.hpc_job IS NOT NULL THEN
                 CASE WHEN l.n_runs IS NULL THEN 'unattributed'
                      WHEN l.n_runs = 1 AND l.run_start <= s.hour AND l.run_end >= s.hour + INTERVAL 1 HOUR
@@ -72,13 +78,21 @@ routed AS (
                  AND h.held / greatest(h.held, coalesce(c.host_capacity, h.held)) = 1.0 THEN 'host_exclusive'
         END AS whole_method,
         CASE WHEN s.hpc_job IS NOT NULL THEN l.job_id_raw ELSE h.job_id_raw END AS whole_job_id_raw,
-        CASE WHEN s.hpc_job IS NOT NULL THEN l.start_time ELSE h.start_time END AS whole_start_time
+        CASE WHEN s.hpc_job IS NOT NULL THEN l.start_time ELSE h.start_time END AS whole_start_time,
+        g.hostname IS NOT NULL AS on_mig_gpu
     FROM hour_sums s CROSS JOIN params p
     LEFT JOIN mig_gpu_hours g ON g.hostname = s.hostname AND g.gpu = s.gpu AND g.hour = s.hour
     LEFT JOIN label_hours l ON l.job_id_raw = s.hpc_job AND l.hour = s.hour
     LEFT JOIN labelled_host_hours lh ON lh.hostname = s.hostname AND lh.hour = s.hour
     LEFT JOIN host_hours h ON h.hostname = s.hostname AND h.hour = s.hour
     LEFT JOIN capacity c ON c.hostname = s.hostname
+),
+split_mig_gpu_hours AS (  -- MIG GPU-hours with a group that cannot go whole: all their groups cannot
+    SELECT DISTINCT hostname, gpu, hour FROM eligible WHERE on_mig_gpu AND whole_method IS NULL
+),
+routed AS (
+    SELECT e.* REPLACE (CASE WHEN x.hostname IS NULL THEN e.whole_method END AS whole_method)
+    FROM eligible e LEFT JOIN split_mig_gpu_hours x ON x.hostname = e.hostname AND x.gpu = e.gpu AND x.hour = e.hour
 ),
 partial_groups AS (
     SELECT {", ".join(GROUP)} FROM routed WHERE whole_method IS NULL

@@ -1,5 +1,5 @@
 """SQL fragments of int_gpu_minutes_attributed (the rules are in that module's docstring):
-the run CTEs, the join of labelled minute rows to runs, the MIG power split, and the sums.
+the run CTEs, the join of labelled minute rows to runs, and the sums.
 
 Parameters are named (``$name``, ``transforms.helpers.sql_params``).
 """
@@ -57,52 +57,6 @@ labelled AS (
     LEFT JOIN split_minutes s
       ON s.job_id_raw = r.job_id_raw AND s.start_time = r.start_time AND s.minute = m.minute
     WHERE m.hpc_job IS NOT NULL
-),
-"""
-# MIG power: dcgm-exporter reports a MIG GPU's power on the GPU, not per instance (the
-# device row, gpu_i_id null, after ``dcgm_mig_device``). Each instance row present in a minute
-# gets its share of it (``mig_weights`` by profile, else compute slices / 7; an instance seen
-# in several rows of the minute, one per job label, splits its share by their samples) and
-# the device row keeps the rest (1 - the present instances' shares; shares adding up to more
-# than 1, a misconfigured weight, are scaled down to 1), so the
-# minute's energy is the GPU's once, whoever it is attributed to. Other rows are unchanged.
-MIG_POWER_CTES = """mig_weights AS (
-    SELECT unnest(CAST($mig_profiles AS VARCHAR[])) AS gpu_i_profile, unnest(CAST($mig_shares AS DOUBLE[])) AS share
-),
-mig_instances AS (
-    SELECT m.hostname, m.gpu, m.minute, m.gpu_i_id, sum(m.n_samples) AS instance_samples,
-           coalesce(min(w.share), TRY_CAST(regexp_extract(min(m.gpu_i_profile), '^([1-7])g[.]', 1) AS DOUBLE) / 7.0)
-               AS share
-    FROM minutes_read m LEFT JOIN mig_weights w ON w.gpu_i_profile = m.gpu_i_profile
-    WHERE m.gpu_i_id IS NOT NULL
-    GROUP BY m.hostname, m.gpu, m.minute, m.gpu_i_id
-),
-mig_gpus AS (
-    SELECT hostname, gpu, minute,  -- fixed point, rounded: 3/7 + 2/7 + 1/7 + 1/7 is 1 in any order
-           round(CAST(sum(CAST(round(share * 1e12) AS HUGEINT)) AS DOUBLE) / 1e12, 9) AS shares
-    FROM mig_instances GROUP BY hostname, gpu, minute
-),
-mig_devices AS (  -- the GPU's power x samples in the minute, from its rows without an instance
-    SELECT g.hostname, g.gpu, g.minute, any_value(g.shares) AS shares,
-           CAST(sum(CAST(round(d.power_w_mean * d.n_samples * 1e9) AS HUGEINT)) AS DOUBLE) / 1e9 AS device_energy
-    FROM mig_gpus g JOIN minutes_read d
-      ON d.hostname = g.hostname AND d.gpu = g.gpu AND d.minute = g.minute AND d.gpu_i_id IS NULL
-    WHERE d.power_w_mean IS NOT NULL
-    GROUP BY g.hostname, g.gpu, g.minute
-),
-mig_power AS (  -- rows without an instance keep 1 - shares of their power; instance rows get their share
-    SELECT hostname, gpu, minute, -1 AS instance, greatest(0.0, 1.0 - shares) AS factor, NULL AS power
-    FROM mig_devices
-    UNION ALL
-    SELECT i.hostname, i.gpu, i.minute, i.gpu_i_id, NULL,
-           d.device_energy * i.share / greatest(1.0, d.shares) / nullif(i.instance_samples, 0)
-    FROM mig_instances i JOIN mig_devices d ON d.hostname = i.hostname AND d.gpu = i.gpu AND d.minute = i.minute
-),
-minutes AS (
-    SELECT m.* REPLACE (CASE WHEN p.instance = -1 THEN m.power_w_mean * p.factor
-                             ELSE coalesce(m.power_w_mean, p.power) END AS power_w_mean)
-    FROM minutes_read m LEFT JOIN mig_power p
-      ON p.hostname = m.hostname AND p.gpu = m.gpu AND p.minute = m.minute AND p.instance = coalesce(m.gpu_i_id, -1)
 ),
 """
 SPLIT_OFF = "w_split"  # the sum of split_w x n_samples: samples a time-sliced GPU-minute's pods did not get

@@ -35,7 +35,7 @@ minute's samples). ``zero_samples``: weighted samples of minutes whose best-sign
 at most the zero threshold. ``energy_j``: weight x mean power x n_samples x step (the
 minute rollup carries power, not the energy counter); a MIG GPU's power, reported on its
 device row, is first split over the instance rows of the minute by profile share
-(``attribution_sql.MIG_POWER_CTES``).
+(``transforms/helpers/mig_power.py``).
 
 Two runs of one job covering a minute (a requeue ends and restarts within it) split its
 labelled samples by their overlap with the minute.
@@ -53,7 +53,7 @@ Polars: moving the minute rows out of DuckDB alone takes 2.2 s, then the label j
 rollups of labelled and unlabelled rows, without the host rules, 0.9 s: 3.1 s for less work
 (under load from other jobs: SQL 3.4 s, Polars 7.5 s). The SQL is kept; the minute rows
 never leave DuckDB.
-The MIG power split (``MIG_POWER_CTES``) cost 2.15 -> 3.0 s on the demo
+The MIG power split (``transforms/helpers/mig_power.py``) cost 2.15 -> 3.0 s on the demo
 month in day windows (best of 3), mostly the aggregation over the 2.86 M instance rows.
 """
 
@@ -65,13 +65,13 @@ from datetime import datetime, timedelta
 import polars as pl
 
 from contracts.gpus import GPU_INSTANCE
+from transforms.helpers.mig_power import mig_key, mig_power_ctes, mig_values
 from transforms.helpers.minute_measures import MEAN_SIGNALS
 from transforms.helpers.sql_params import bind
 from transforms.intermediate.attribution_hours import ROUTE_CTES, STORED_SUMS, SUMMED_SUMS, partial_minutes
 from transforms.intermediate.attribution_pods import POD_LABEL_CTES, POD_RUN_CTES
 from transforms.intermediate.attribution_sql import (
     LABEL_CTES,
-    MIG_POWER_CTES,
     RUN_CTES,
     minute_sums,
     output_measures,
@@ -195,13 +195,15 @@ weighted AS (
 def _text(sums_stored: bool) -> str:
     return f"""
 WITH params AS (
-    SELECT CAST($step_seconds AS DOUBLE) AS step_seconds, CAST($zero_threshold AS DOUBLE) AS zero_threshold
+    SELECT CAST($step_seconds AS DOUBLE) AS step_seconds, CAST($zero_threshold AS DOUBLE) AS zero_threshold,
+           CAST($mig_key AS VARCHAR) AS mig_weights
 ),
 capacity AS (
     SELECT unnest(CAST($host_names AS VARCHAR[])) AS hostname, unnest(CAST($host_gpus AS DOUBLE[])) AS host_capacity
 ),
 {RUN_CTES}{POD_RUN_CTES}{STORED_SUMS if sums_stored else SUMMED_SUMS}{ROUTE_CTES}\
-{partial_minutes(MINUTE_COLUMNS)}{MIG_POWER_CTES}{LABEL_CTES}{POD_LABEL_CTES}{HOST_CTES}minute_sums AS (
+{partial_minutes(MINUTE_COLUMNS)}{mig_power_ctes("minutes_read", "minutes")},
+{LABEL_CTES}{POD_LABEL_CTES}{HOST_CTES}minute_sums AS (
     SELECT {KEY},
     {minute_sums()}
     FROM weighted, params
@@ -234,7 +236,7 @@ def int_gpu_minutes_attributed_sql(
     ``host_names``/``host_gpus``: every host of the cluster and its GPUs (MIG instances as
     fractions), from the inventory; ``zero_threshold``: config ``flags.zero_util_threshold``;
     ``mig_weights``: a MIG profile's share of its GPU (``rates.mig_weight``; profiles not in it:
-    compute slices / 7), which splits the GPU's power over its instances (``MIG_POWER_CTES``);
+    compute slices / 7), which splits the GPU's power over its instances (``helpers.mig_power``);
     ``sums_stored``: read the period's hour sums from ``staging.stg_dcgm__gpu_hour_sums`` (the
     daily job wrote them for every day of the period), else sum its minute rows here;
     ``whole_hours`` false: attribute every minute row (the reference for the whole-hour rules).
@@ -255,8 +257,8 @@ def int_gpu_minutes_attributed_sql(
         "zero_threshold": zero_threshold,
         "host_names": list(host_names),
         "host_gpus": [float(g) for g in host_gpus],
-        "mig_profiles": list(weights),
-        "mig_shares": [float(w) for w in weights.values()],
+        "mig_key": mig_key(weights),
+        **mig_values(weights),
         "whole_hours": whole_hours,
     }
     return bind(_text(sums_stored), values)

@@ -15,6 +15,7 @@ CREATE TABLE staging.stg_dcgm__gpu_hour_sums (
     hour                  TIMESTAMP,
     step_seconds          DOUBLE,
     zero_threshold        DOUBLE,
+    mig_weights           VARCHAR,
     minute_rows           BIGINT,
     fb_used_mib_max       DOUBLE,
     samples_e12           DECIMAL(38,0),
