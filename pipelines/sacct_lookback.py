@@ -28,7 +28,7 @@ from contracts.schemas import SACCT_FIELDS
 from pipelines.resources import CardhoursResource
 from pipelines.store import Span, Store, open_lake
 from pipelines.tables import RAW_SLURM_SACCT
-from transforms.helpers.slurm_parse import state_name
+from transforms.helpers.slurm_parse import UNSET_TIMES, state_name
 from transforms.helpers.slurm_policy import TERMINAL_STATES
 from warehouse.books.landings import SACCT
 from warehouse.landings import FAILED, read_landing
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 SacctRead = tuple[pl.DataFrame, pl.DataFrame]  # raw rows, quarantined lines
 _TICKING = {SACCT_FIELDS["ElapsedRaw"]}  # changes while a job runs: not a change of its record
 COMPARED = [column for column in SACCT_FIELDS.values() if column not in _TICKING]
-_UNKNOWN_END = ("", "Unknown", "None")
 
 
 def day_window(day: date) -> tuple[datetime, datetime]:
@@ -65,7 +64,7 @@ def changed(landed: pl.DataFrame, new: pl.DataFrame) -> bool:
 
 def open_records(raw: pl.DataFrame) -> pl.DataFrame:
     """Rows whose record may still change: not in a terminal state, or without an End."""
-    ended = ~pl.col("end_time").str.strip_chars().is_in(_UNKNOWN_END) & pl.col("end_time").is_not_null()
+    ended = ~pl.col("end_time").str.strip_chars().is_in(UNSET_TIMES) & pl.col("end_time").is_not_null()
     return raw.filter(~state_name().is_in(TERMINAL_STATES) | ~ended)
 
 
