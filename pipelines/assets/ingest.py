@@ -5,6 +5,9 @@ out-of-range values are nulled, restart duplicates dropped, whole-GPU fields on 
 instances moved to one device row; every rejected value lands in ``raw.quarantine``
 (source "dcgm") and is counted in the metadata. A cluster's day is read, screened and
 written in shards of at most ``[clusters.metrics] gpus_per_shard`` GPUs (sources/shards.py).
+A read of a landed day holding fewer samples or jobs than landed is refused before it replaces
+anything (pipelines/shrink_guard.py). The sacct asset also reads the days of its lookback again
+and lands those whose records changed (pipelines/sacct_lookback.py).
 """
 
 from datetime import date
