@@ -14,6 +14,7 @@ from cardhours.cli_ledger import close, ledger_app
 from cardhours.cli_support import ALL_DAYS, BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
 from config import Config
 from config.cluster import DEFAULT_GPUS_PER_SHARD
+from contracts.runs import FORCE_SHRINK_FLAG
 
 app = typer.Typer(help="GPU utilization analytics and chargeback.", no_args_is_help=True, add_completion=False)
 config_app = typer.Typer(help="Configuration files.", no_args_is_help=True)
@@ -133,15 +134,24 @@ def run(
     marts_only: Annotated[
         bool, typer.Option("--marts-only", help="Read no source: rebuild the marts and reports from what has landed.")
     ] = False,
+    force_shrink: Annotated[
+        bool,
+        typer.Option(
+            FORCE_SHRINK_FLAG,
+            help="Replace a landed day even when the new read holds fewer samples or jobs (refused otherwise: "
+            "the source has usually lost data, e.g. past its retention).",
+        ),
+    ] = False,
 ) -> None:
     """Land the month's days that have not landed, rebuild its marts and reports through Dagster,
     and print where the outputs went.
 
-    Days that landed successfully are not read again (--reingest reads them). A failed day
-    stops it before the monthly build (exit 1, the day named); exit 75 if the warehouse is busy."""
+    Days that landed successfully are not read again (--reingest reads them; a landed day's sacct is
+    read again when a job was still open and its records changed). A failed day stops it before the
+    monthly build (exit 1, the day named); exit 75 if the warehouse is busy."""
     settings = _load_or_exit(config)
     days = _reingest_days(month, reingest or [], marts_only)
-    _run_month(config, settings, month, accept_gaps, days, marts_only)
+    _run_month(config, settings, month, accept_gaps, days, marts_only, force_shrink)
 
 
 def _reingest_days(month: str, values: list[str], marts_only: bool) -> list[str]:
@@ -169,6 +179,8 @@ def _days_line(outputs) -> str:
     text = f"{len(outputs.ingested)} day{'s' if len(outputs.ingested) != 1 else ''} ingested"
     if outputs.already_landed:
         text += f", {outputs.already_landed} already landed (not read again; --reingest DAY|all reads them)"
+    if outputs.late_sacct:
+        text += f"; sacct landed again for {', '.join(outputs.late_sacct)} (records changed since they landed)"
     return text
 
 
@@ -179,6 +191,7 @@ def _run_month(
     accept_gaps: str | None = None,
     reingest: list[str] | None = None,
     marts_only: bool = False,
+    force_shrink: bool = False,
 ) -> None:
     from cardhours.runner import RunFailed, run_month
     from warehouse import WarehouseBusy
@@ -198,6 +211,7 @@ def _run_month(
                 accept_gaps=accept_gaps,
                 reingest=reingest or [],
                 marts_only=marts_only,
+                force_shrink=force_shrink,
             )
         except RunFailed as exc:
             console.print(f"[red]run failed[/red]: {exc}", highlight=False)

@@ -135,6 +135,9 @@ class SlurmConfig(StrictModel):
     # then misconfigured); below it, bad rows are quarantined with a reason and the day lands.
     # Higher than the DCGM default: a small cluster's day has few rows, and one bad job is 1-2% of it.
     max_quarantine_share: float = Field(default=0.05, ge=0.0, le=1.0)
+    # Late accounting: each day's ingest reads this many earlier days again and lands those whose
+    # records changed (a job that ended after its first day landed; slurmdbd behind the controller).
+    lookback_days: NonNegativeInt = 2
 
     @model_validator(mode="after")
     def _one_mode(self) -> SlurmConfig:

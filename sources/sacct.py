@@ -8,6 +8,7 @@ cannot be split into the fixed field list are returned as quarantine rows, never
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import shlex
@@ -222,9 +223,20 @@ def read_sacct_file(
     path: str | Path, *, cluster: str, day: date, start: datetime, end: datetime
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """File mode: the rows of a saved ``sacct --parsable2`` output (with header) or ``sacct --json``
-    output, for a window."""
+    output, for a window. The file is parsed once while it stays as it is (path, size and
+    modification time): a day and the days its lookback reads again cost one parse."""
     path = Path(path)
     if not path.is_file():
         raise SacctError(f"sacct file not found: {path}")
-    raw, rejects = parse_sacct_output(path.read_bytes(), source=str(path), cluster=cluster, day=day, has_header=True)
+    stat = path.stat()
+    raw, rejects = _parsed_file(str(path), stat.st_mtime_ns, stat.st_size)
+    raw = raw.with_columns(pl.lit(cluster).alias("cluster"), pl.lit(day).alias("day"))
+    rejects = rejects.with_columns(pl.lit(cluster).alias("cluster"), pl.lit(day.isoformat()).alias("partition_key"))
     return overlapping_rows(raw, start, end), rejects
+
+
+@functools.lru_cache(maxsize=1)
+def _parsed_file(path: str, mtime_ns: int, size: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every row and rejected line of a saved file (cluster and day left blank: the caller's)."""
+    del mtime_ns, size  # the cache key: a file written again is parsed again
+    return parse_sacct_output(Path(path).read_bytes(), source=path, cluster="", day=date.min, has_header=True)

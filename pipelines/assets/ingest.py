@@ -5,9 +5,13 @@ out-of-range values are nulled, restart duplicates dropped, whole-GPU fields on 
 instances moved to one device row; every rejected value lands in ``raw.quarantine``
 (source "dcgm") and is counted in the metadata. A cluster's day is read, screened and
 written in shards of at most ``[clusters.metrics] gpus_per_shard`` GPUs (sources/shards.py).
+A read of a landed day holding fewer samples or jobs than landed is refused before it replaces
+anything (pipelines/shrink_guard.py). The sacct asset also reads the days of its lookback again
+and lands those whose records changed (pipelines/sacct_lookback.py).
 """
 
 from datetime import date
+from functools import partial
 
 import polars as pl
 from dagster import AssetCheckResult, MaterializeResult, MetadataValue
@@ -18,6 +22,8 @@ from pipelines.checks.quarantine import ClusterQuarantine, quarantine_share_chec
 from pipelines.checks.raw import check_raw_table
 from pipelines.checks.suites import node_gpu_capacity
 from pipelines.landing import DETAIL_CHARS, failure_recorded, landed
+from pipelines.sacct_lookback import SacctRead, lookback, read_day
+from pipelines.shrink_guard import guard, guard_rows
 from pipelines.step import Step
 from pipelines.table_asset import Check, table_asset
 from pipelines.tables import RAW_DCGM_SAMPLES, RAW_QUARANTINE, RAW_SLURM_SACCT
@@ -67,6 +73,7 @@ def _screen_shards(step: Step, cluster, source) -> tuple[int, ScreenTotals]:
             out.append(result.clean)
             totals.add(result)
             del result  # before the next shard is read
+        guard(step, RAW_DCGM_SAMPLES, cluster.name, out.rows)  # the whole day, before it replaces the landed one
     return out.rows, totals
 
 
@@ -136,19 +143,32 @@ def raw_dcgm_samples(step: Step) -> MaterializeResult:
     )
 
 
-def _land_sacct(step: Step, cluster, weights: dict, capacity) -> tuple[int, int, ClusterQuarantine]:
-    """One cluster's day of sacct rows: read, judge, quarantine, land (with the landing)."""
-    raw, rejects = step.cardhours.sacct_rows(cluster.name, step.day, step.start, step.end)
+def _land_sacct(
+    step: Step, cluster, weights: dict, capacity, day: date, read: SacctRead
+) -> tuple[int, int, ClusterQuarantine]:
+    """One cluster's day of sacct rows, as read: judge, quarantine, land (with the landing)."""
+    raw, rejects = read
     outcome = sacct_day_outcome(
-        cluster.name, step.day, raw, rejects, cluster.slurm.max_quarantine_share, row_rejects(raw, weights, capacity)
+        cluster.name, day, raw, rejects, cluster.slurm.max_quarantine_share, row_rejects(raw, weights, capacity)
     )
+    guard_rows(step, RAW_SLURM_SACCT, cluster.name, raw, day)
     quarantined = step.write(
         rejects.select(list(QUARANTINE_SCHEMA)),
         table=RAW_QUARANTINE,
-        partition={"cluster": cluster.name, "source": SACCT_SOURCE, "partition_key": step.day.isoformat()},
+        partition={"cluster": cluster.name, "source": SACCT_SOURCE, "partition_key": day.isoformat()},
     )
-    landing = _share_landing(outcome, step.day, SACCT_SOURCE, raw.height)
-    return step.write(raw, cluster=cluster.name, also=[landing]), quarantined, outcome
+    landing = _share_landing(outcome, day, SACCT_SOURCE, raw.height)
+    partition = {"cluster": cluster.name, "day": day}
+    return step.write(raw, table=RAW_SLURM_SACCT, partition=partition, also=[landing]), quarantined, outcome
+
+
+def _reland_sacct(step: Step, cluster, weights: dict, capacity, day: date, read: SacctRead) -> int:
+    """An earlier day whose records changed (the lookback), landed and checked again; rows landed."""
+    with failure_recorded(step.store, cluster.name, day, SACCT_SOURCE):
+        rows = _land_sacct(step, cluster, weights, capacity, day, read)[0]
+    check = check_raw_table(step.store, RAW_SLURM_SACCT.name, step.key.path, SACCT_CHECK, day)
+    _reject_if_failed(step, check, day, SACCT_SOURCE, [cluster.name])
+    return rows
 
 
 @table_asset(
@@ -173,7 +193,10 @@ def raw_slurm_sacct(step: Step) -> MaterializeResult:
         if cluster.slurm is None:
             continue
         with failure_recorded(step.store, cluster.name, day, SACCT_SOURCE):
-            rows[cluster.name], quarantined[cluster.name], outcome = _land_sacct(step, cluster, weights, capacity)
+            read = read_day(step.cardhours, cluster.name, day)
+            rows[cluster.name], quarantined[cluster.name], outcome = _land_sacct(
+                step, cluster, weights, capacity, day, read
+            )
             outcomes.append(outcome)
         bad = outcome.counts["quarantined_values"]
         if bad:
@@ -181,12 +204,18 @@ def raw_slurm_sacct(step: Step) -> MaterializeResult:
     check = check_raw_table(step.store, RAW_SLURM_SACCT.name, step.key.path, SACCT_CHECK, day)
     share = quarantine_share_check(outcomes, step.key, SACCT_SHARE_CHECK)
     _reject_if_failed(step, check, day, SACCT_SOURCE, list(rows))
+    earlier = {  # late accounting: the lookback's days read again, after the day's own checks
+        c.name: lookback(step, c, partial(_reland_sacct, step, c, weights, capacity))
+        for c in step.clusters
+        if c.name in rows
+    }
     return MaterializeResult(
         metadata={
             "rows": sum(rows.values()),
             "rows_by_cluster": rows,
             "quarantined_lines": sum(quarantined.values()),
             "quarantined_rows_by_reason": MetadataValue.json({o.cluster: dict(o.reasons) for o in outcomes}),
+            "lookback_by_cluster": MetadataValue.json(earlier),
             "window_start": str(step.start),
             "window_end": str(step.end),
         },

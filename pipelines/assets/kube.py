@@ -19,6 +19,7 @@ from pipelines.checks.kube_suites import (
 )
 from pipelines.checks.suites import node_gpu_capacity
 from pipelines.landing import failure_recorded, landed
+from pipelines.shrink_guard import guard_rows
 from pipelines.step import Step
 from pipelines.table_asset import Built, Check, table_asset
 from pipelines.tables import (
@@ -53,6 +54,7 @@ def _land_cluster(step: Step, cluster: ClusterConfig) -> tuple[int, int, int]:
         landing = land(reader.read(step.start, step.end), cluster.kubernetes, cluster.name, step.day)
     finally:
         reader.close()
+    guard_rows(step, RAW_KUBE_SERIES, cluster.name, landing.series)  # before any of the day is replaced
     queue_rows = step.write(landing.queue_samples, table=RAW_KUBE_QUEUE_SAMPLES, cluster=cluster.name)
     quarantined = step.write(
         landing.quarantine.select(list(QUARANTINE_SCHEMA)),

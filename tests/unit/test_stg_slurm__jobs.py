@@ -179,6 +179,18 @@ def test_dedup_across_day_partitions_keeps_latest_day() -> None:
     assert jobs.select("state", "end_time", "is_open").rows() == [("RUNNING", None, True)]
 
 
+def test_a_day_read_again_after_the_run_ended_wins_over_a_later_day_read_before() -> None:
+    """Late accounting: day 10 landed while the job ran, day 11 too; day 10 was read again
+    (lookback) after the job ended. The run is billed once, with its final End."""
+    running = line("100", state="RUNNING", end_time="Unknown")
+    done = line("100", state="COMPLETED", end_time="2024-03-11T05:00:00")
+    for days in [((D10, [done]), (D11, [running])), ((D11, [running]), (D10, [done]))]:
+        jobs, _ = run(*days)
+        assert jobs.select("job_id_raw", "state", "end_time", "is_open").rows() == [
+            ("100", "COMPLETED", datetime(2024, 3, 11, 5), False)
+        ]
+
+
 def test_pending_row_superseded_by_a_later_start() -> None:
     pending = line("100", state="PENDING", start_time="Unknown", end_time="Unknown", alloc_tres="")
     jobs, _ = run(

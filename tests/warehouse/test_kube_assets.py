@@ -3,16 +3,19 @@ kube_state.om (file mode): landing per day, staged pods and jobs per month, reru
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
 from dagster import materialize
 
+from contracts.runs import FORCE_SHRINK_TAG
 from pipelines.assets.kube import raw_kube_series, stg_kube__jobs_asset, stg_kube__pods_asset
+from pipelines.errors import asset_error
 from pipelines.resources import CardhoursResource
 from simulate.run import SimulationResult, simulate
+from tests.support.warehouse_read import read_lake
 from warehouse import connect
 from warehouse.connection import read_frame
 
@@ -85,3 +88,41 @@ def test_assets_land_and_stage_every_seen_pod_and_rerun_identically(sim: Simulat
     again = tables(sim)
     for name, frame in first.items():
         assert frame.equals(again[name]), name
+
+
+def _keep_before(om: Path, cut: int) -> None:
+    """The OpenMetrics file with every sample at or after ``cut`` (epoch seconds) dropped, as a
+    server past its retention would hold only part of the day (here: its other end)."""
+    kept = []
+    for line in om.read_text().splitlines():
+        fields = line.split(" ")
+        if line.startswith("#") or len(fields) < 3 or float(fields[-1]) < cut:
+            kept.append(line)
+    om.write_text("\n".join(kept) + "\n")
+
+
+def _series(site: SimulationResult) -> pl.DataFrame:
+    return read_lake(site.config_path, "SELECT * FROM raw.kube_series ORDER BY ALL")
+
+
+def test_a_kube_day_read_again_with_fewer_samples_is_refused_unless_forced(tmp_path: Path) -> None:
+    site = simulate(tmp_path, gpus=8, days=1, start=DAY, seed=3, step_seconds=STEP, metrics_format="parquet", kube=True)
+    resource = CardhoursResource(config_path=str(site.config_path))
+    key = DAY.isoformat()
+    assert materialize([raw_kube_series], partition_key=key, resources={"cardhours": resource}).success
+    before = _series(site)
+    assert site.kube_state_path is not None
+    _keep_before(site.kube_state_path, int(datetime(2026, 3, 30, 12, tzinfo=UTC).timestamp()))
+
+    refused = materialize([raw_kube_series], partition_key=key, resources={"cardhours": resource}, raise_on_error=False)
+    assert not refused.success
+    (failure,) = [e for e in refused.all_events if e.is_step_failure]
+    text = " ".join(asset_error(failure.event_specific_data.error).message.split())
+    landed = int(before["n_samples"].sum())
+    assert f"refused to replace raw.kube_series of cluster 'sim', day {key}: the lake holds {landed:,} " in text
+    assert "kube-state-metrics samples, the new read only" in text and "retention" in text
+    assert _series(site).equals(before)
+
+    forced = {FORCE_SHRINK_TAG: "true"}
+    assert materialize([raw_kube_series], partition_key=key, resources={"cardhours": resource}, tags=forced).success
+    assert 0 < _series(site)["n_samples"].sum() < landed

@@ -24,8 +24,10 @@ def in_window(window_start: datetime, window_end: datetime) -> pl.Expr:
 
 
 def latest_per_key(frame: pl.DataFrame, key: list[str]) -> pl.DataFrame:
-    """One row per ``key``: the one from the latest ``day``."""
-    return frame.sort("day", maintain_order=True).unique(subset=key, keep="last", maintain_order=True)
+    """One row per ``key``: one with an End if any has (its final times: a day read before the
+    run ended holds no End, whichever day it is), else the one from the latest ``day``."""
+    ended = pl.col("end_time").is_not_null()
+    return frame.sort(ended, "day", maintain_order=True).unique(subset=key, keep="last", maintain_order=True)
 
 
 def drop_superseded_pending(runs: pl.DataFrame) -> pl.DataFrame:

@@ -6,8 +6,9 @@ allocation run overlapping [window_start, window_end), plus runs not started (pe
 cancelled before start) that were submitted in it. Step rows (``.batch``, ``.extern``,
 ``.0``) are not allocations; their number is counted in ``n_steps``.
 
-Dedup: rows with the same (cluster, job_id_raw, submit_time, start_time) are one run; the
-row from the latest ``day`` wins (it has the newest state and end time). A not-started row
+Dedup: rows with the same (cluster, job_id_raw, submit_time, start_time) are one run, billed
+once: a row with an End wins (the run's final times, whichever day partition holds it: a day
+read again after the run ended, or a later day), else the row from the latest ``day``. A not-started row
 is dropped when a later day shows that run started. Requeued runs (``sacct -D``) share
 job_id_raw but differ in start_time and stay distinct.
 
