@@ -40,7 +40,8 @@ from warehouse.books.landings import expected_sources, landed_days
 from warehouse.landings import month_landings
 from warehouse.lock import hold_warehouse
 
-_FAILURE_PREFIX = re.compile(r"^dagster\.\S+: ")  # Dagster's exception class (a dagster.Failure's text is the message)
+# Dagster's exception class (a dagster.Failure's text is the message), or our own's module path.
+_FAILURE_PREFIX = re.compile(r"^(?:dagster\.\S+: |(?:[a-z_]+\.)+(?=[A-Z]\w*: ))")
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
