@@ -243,6 +243,7 @@ def test_whole_hours_come_from_the_hour_sums_with_the_same_bits(whole_hours: boo
     runs = [
         run("7", start, T0 + timedelta(hours=2, minutes=10)),  # labelled, covers 10:00 and 11:00 whole
         run("8", T0 + timedelta(hours=1), T0 + timedelta(hours=4), gpus=8.0, hosts=("n2",)),  # whole host n2
+        run("6", T0 + timedelta(minutes=17, seconds=20), T0 + timedelta(hours=1, minutes=42, seconds=10)),
     ]
     minutes = []
     for k in range(-40, 4 * 60 + 20):
@@ -252,10 +253,13 @@ def test_whole_hours_come_from_the_hour_sums_with_the_same_bits(whole_hours: boo
         minutes.append(minute(at, gpu=1, sm=wobble / 2))  # unlabelled on a labelled host
         minutes.append(minute(at, "99", gpu=2, sm=0.0))  # a label no run has
         minutes.append(minute(at, host="n2", gpu=k % 8, sm=wobble, fb_used_mib_mean=None))
+        if 17 <= k <= 102:  # job 6's GPU is labelled only while it runs: its first and last hours go whole too
+            minutes.append(minute(at, "6", gpu=3, sm=wobble / 3))
     MODE["whole_hours"] = False
     reference = attribute(runs, minutes)
     MODE["whole_hours"] = whole_hours
-    # Only job 7's first and last hours on n1 need minute rows; every hour of n2 goes whole.
+    # Only job 7's first and last hours on n1 need minute rows (its label outlasts the run); every
+    # hour of n2 and of job 6 goes whole.
     edges = (pl.col("hostname") == "n1") & pl.col("minute").dt.truncate("1h").is_in(
         [T0 - timedelta(hours=1), T0 + timedelta(hours=2)]
     )

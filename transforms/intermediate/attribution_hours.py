@@ -2,14 +2,18 @@
 of minute rows go whole to one place with weight 1, taken from their hour sums
 (``staging.stg_dcgm__gpu_hour_sums``), and which must be attributed minute by minute.
 
-A group goes whole, with the method the minute rules would give each of its rows, when:
+A group goes whole, with the method the minute rules would give each of its rows, when
+(its span: from its first minute row to the end of its last, ``first_minute``/``last_minute``):
 
-- it has an ``hpc_job`` label and no run of that job touches the hour (``unattributed``), or
-  exactly one run does and covers the whole hour (``hpc_job_label``);
+- it has an ``hpc_job`` label and no run of that job overlaps its span (``unattributed``), or
+  exactly one run does and covers every minute of it (``hpc_job_label``);
 - it has no label and its host has labelled rows in the hour (``unallocated``);
-- it has no label, its host has none in the hour, and no run holds the host in the hour
-  (``unallocated``), or exactly one run holds it for the whole hour with weight 1 (all the
+- it has no label, its host has none in the hour, and no run holds the host during its span
+  (``unallocated``), or exactly one run holds it for every minute of it with weight 1 (all the
   host's GPUs: ``host_exclusive``).
+
+A run's first and last hours are mostly whole too: the exporter labels a GPU's rows with a job
+only while the job runs.
 
 Always minute by minute: pod labels (a time-sliced GPU-minute is split by its rows), and sums
 made with another ``step_seconds`` or ``zero_threshold``. A GPU with MIG instances goes whole
@@ -29,8 +33,9 @@ from transforms.staging.stg_dcgm__gpu_hour_sums import KEY, hour_sums_select
 GROUP = tuple(column for column in KEY if column != "cluster")
 
 # The period's hour sums: stored by the daily job, or summed here from the minute rows.
+# Each group is numbered (``gid``): the routing below carries the number, not the sums.
 STORED_SUMS = """hour_sums AS (
-    SELECT * EXCLUDE (day) FROM staging.stg_dcgm__gpu_hour_sums
+    SELECT row_number() OVER () AS gid, * EXCLUDE (day) FROM staging.stg_dcgm__gpu_hour_sums
     WHERE cluster = $cluster AND day >= $first_day AND day <= $last_day
       AND hour >= $period_start AND hour < $period_end
 ),
@@ -42,7 +47,9 @@ SUMMED_SUMS = f"""summed_raw AS (
 ),
 {mig_power_ctes("summed_raw", "summed_minutes", "summed_mig")},
 hour_sums AS (
+    SELECT row_number() OVER () AS gid, * FROM (
 {hour_sums_select("summed_minutes")}
+    )
 ),
 """
 
@@ -52,39 +59,52 @@ ROUTE_CTES = f"""labelled_host_hours AS (
 mig_gpu_hours AS (
     SELECT DISTINCT hostname, gpu, hour FROM hour_sums WHERE gpu_i_id IS NOT NULL
 ),
-label_hours AS (
-    SELECT job_id_raw, hour, count(*) AS n_runs, any_value(start_time) AS start_time,
-           min(run_start) AS run_start, max(run_end) AS run_end
-    FROM run_hours GROUP BY job_id_raw, hour
+groups AS (  -- what routing reads of each group, with the span of its minute rows
+    SELECT gid, {", ".join(GROUP)}, step_seconds, zero_threshold, mig_weights, first_minute, last_minute,
+           last_minute + INTERVAL 1 MINUTE AS span_end
+    FROM hour_sums
 ),
-host_hours AS (
-    SELECT hostname, hour, count(*) AS n_runs, any_value(job_id_raw) AS job_id_raw,
-           any_value(start_time) AS start_time, min(run_start) AS run_start, max(run_end) AS run_end,
-           sum(host_gpus) AS held
-    FROM host_run_hours GROUP BY hostname, hour
+label_cover AS (  -- a labelled group: the runs of its job overlapping its minutes
+    SELECT s.gid, count(r.job_id_raw) AS n_runs, any_value(r.job_id_raw) AS job_id_raw,
+           any_value(r.start_time) AS start_time, min(r.run_start) AS run_start, max(r.run_end) AS run_end,
+           sum(r.host_gpus) AS held
+    FROM groups s LEFT JOIN run_hours r
+      ON r.job_id_raw = s.hpc_job AND r.hour = s.hour AND r.run_start < s.span_end AND r.run_end > s.first_minute
+    WHERE s.hpc_job IS NOT NULL
+    GROUP BY s.gid
 ),
-eligible AS (
-    SELECT s.*,
+host_cover AS (  -- an unlabelled group on a host without labels in the hour: the runs holding the host then
+    SELECT s.gid, count(r.job_id_raw) AS n_runs, any_value(r.job_id_raw) AS job_id_raw,
+           any_value(r.start_time) AS start_time, min(r.run_start) AS run_start, max(r.run_end) AS run_end,
+           sum(r.host_gpus) AS held
+    FROM groups s LEFT JOIN host_run_hours r
+      ON r.hostname = s.hostname AND r.hour = s.hour AND r.run_start < s.span_end AND r.run_end > s.first_minute
+    WHERE s.hpc_job IS NULL AND s.pod IS NULL
+      AND NOT EXISTS (SELECT 1 FROM labelled_host_hours l WHERE l.hostname = s.hostname AND l.hour = s.hour)
+    GROUP BY s.gid
+),
+cover AS (
+    SELECT * FROM label_cover UNION ALL SELECT * FROM host_cover
+),
+eligible AS (  -- one run covering every minute of the group (weight 1), or none touching it
+    SELECT s.gid, {", ".join(f"s.{column}" for column in GROUP)},
         CASE
             WHEN NOT $whole_hours OR s.step_seconds <> p.step_seconds OR s.zero_threshold <> p.zero_threshold
                  OR (s.hpc_job IS NULL AND s.pod IS NOT NULL) THEN NULL
             WHEN g.hostname IS NOT NULL AND s.mig_weights IS DISTINCT FROM p.mig_weights THEN NULL
             WHEN s.hpc_job IS NOT NULL THEN
-                CASE WHEN l.n_runs IS NULL THEN 'unattributed'
-                     WHEN l.n_runs = 1 AND l.run_start <= s.hour AND l.run_end >= s.hour + INTERVAL 1 HOUR
-                     THEN 'hpc_job_label' END
-            WHEN lh.hostname IS NOT NULL OR h.n_runs IS NULL THEN 'unallocated'
-            WHEN h.n_runs = 1 AND h.run_start <= s.hour AND h.run_end >= s.hour + INTERVAL 1 HOUR
-                 AND h.held / greatest(h.held, coalesce(c.host_capacity, h.held)) = 1.0 THEN 'host_exclusive'
+                CASE WHEN v.n_runs = 0 THEN 'unattributed'
+                     WHEN v.n_runs = 1 AND v.run_start < s.first_minute + INTERVAL 1 MINUTE
+                          AND v.run_end > s.last_minute THEN 'hpc_job_label' END
+            WHEN v.gid IS NULL OR v.n_runs = 0 THEN 'unallocated'
+            WHEN v.n_runs = 1 AND v.run_start < s.first_minute + INTERVAL 1 MINUTE AND v.run_end > s.last_minute
+                 AND v.held / greatest(v.held, coalesce(c.host_capacity, v.held)) = 1.0 THEN 'host_exclusive'
         END AS whole_method,
-        CASE WHEN s.hpc_job IS NOT NULL THEN l.job_id_raw ELSE h.job_id_raw END AS whole_job_id_raw,
-        CASE WHEN s.hpc_job IS NOT NULL THEN l.start_time ELSE h.start_time END AS whole_start_time,
+        v.job_id_raw AS whole_job_id_raw, v.start_time AS whole_start_time,
         g.hostname IS NOT NULL AS on_mig_gpu
-    FROM hour_sums s CROSS JOIN params p
+    FROM groups s CROSS JOIN params p
     LEFT JOIN mig_gpu_hours g ON g.hostname = s.hostname AND g.gpu = s.gpu AND g.hour = s.hour
-    LEFT JOIN label_hours l ON l.job_id_raw = s.hpc_job AND l.hour = s.hour
-    LEFT JOIN labelled_host_hours lh ON lh.hostname = s.hostname AND lh.hour = s.hour
-    LEFT JOIN host_hours h ON h.hostname = s.hostname AND h.hour = s.hour
+    LEFT JOIN cover v ON v.gid = s.gid
     LEFT JOIN capacity c ON c.hostname = s.hostname
 ),
 split_mig_gpu_hours AS (  -- MIG GPU-hours with a group that cannot go whole: all their groups cannot
@@ -98,15 +118,15 @@ partial_groups AS (
     SELECT {", ".join(GROUP)} FROM routed WHERE whole_method IS NULL
 ),
 whole_sums AS (
-    SELECT {", ".join(column for column in GROUP if column not in ("hpc_job", "pod", "namespace"))},
-           CASE WHEN whole_method IN ('unattributed', 'unallocated') THEN NULL ELSE whole_job_id_raw END
+    SELECT {", ".join(f"r.{column}" for column in GROUP if column not in ("hpc_job", "pod", "namespace"))},
+           CASE WHEN r.whole_method IN ('unattributed', 'unallocated') THEN NULL ELSE r.whole_job_id_raw END
                AS job_id_raw,
-           CASE WHEN whole_method IN ('unattributed', 'unallocated') THEN NULL ELSE whole_start_time END
+           CASE WHEN r.whole_method IN ('unattributed', 'unallocated') THEN NULL ELSE r.whole_start_time END
                AS start_time,
-           whole_method AS attribution_method,
-           {", ".join(f"CAST({name}_e12 AS HUGEINT) AS {name}" for name in TERMS)},
-           fb_used_mib_max
-    FROM routed WHERE whole_method IS NOT NULL
+           r.whole_method AS attribution_method,
+           {", ".join(f"s.{name}_e12 AS {name}" for name in TERMS)},
+           s.fb_used_mib_max
+    FROM routed r JOIN hour_sums s ON s.gid = r.gid WHERE r.whole_method IS NOT NULL
 ),
 """
 

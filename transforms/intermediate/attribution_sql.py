@@ -64,7 +64,7 @@ SPLIT_OFF = "w_split"  # the sum of split_w x n_samples: samples a time-sliced G
 
 def minute_sums() -> str:
     """The SELECT list of a weighted minute rows' group: each measure's fixed-point integer sum."""
-    parts = [f"sum({fixed(term)}) AS {name}" for name, term in TERMS.items()]
+    parts = [f"CAST(sum({fixed(term)}) AS DECIMAL(38,0)) AS {name}" for name, term in TERMS.items()]
     parts += ["max(fb_used_mib_max) AS fb_used_mib_max", f"sum({fixed('split_w * n_samples')}) AS {SPLIT_OFF}"]
     return ",\n    ".join(parts)
 

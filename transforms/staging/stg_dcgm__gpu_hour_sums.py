@@ -45,6 +45,8 @@ SCHEMA: dict[str, pl.DataType] = {
     "zero_threshold": pl.Float64(),
     "mig_weights": pl.String(),
     "minute_rows": pl.Int64(),
+    "first_minute": pl.Datetime("us"),
+    "last_minute": pl.Datetime("us"),
     "fb_used_mib_max": pl.Float64(),
     **{f"{name}_e12": FIXED for name in TERMS},
 }
@@ -57,7 +59,7 @@ def hour_sums_select(minutes: str) -> str:
     sums = ",\n    ".join(f"CAST(sum({fixed(term)}) AS {FIXED_TYPE}) AS {name}_e12" for name, term in TERMS.items())
     return f"""SELECT {", ".join(KEY)}, any_value(params.step_seconds) AS step_seconds,
     any_value(params.zero_threshold) AS zero_threshold, any_value(params.mig_weights) AS mig_weights,
-    count(*) AS minute_rows,
+    count(*) AS minute_rows, min(minute) AS first_minute, max(minute) AS last_minute,
     max(fb_used_mib_max) AS fb_used_mib_max,
     {sums}
 FROM {minutes}, params

@@ -17,6 +17,8 @@ CREATE TABLE staging.stg_dcgm__gpu_hour_sums (
     zero_threshold        DOUBLE,
     mig_weights           VARCHAR,
     minute_rows           BIGINT,
+    first_minute          TIMESTAMP,
+    last_minute           TIMESTAMP,
     fb_used_mib_max       DOUBLE,
     samples_e12           DECIMAL(38,0),
     gpu_util_sum_e12      DECIMAL(38,0),
