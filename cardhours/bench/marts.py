@@ -11,10 +11,9 @@ blocking checks included. Then, untimed for the target: the attribution SQL taki
 from the hour sums against attributing every minute row (``marts_build.time_paths``). The marts
 are left in the work directory's warehouse.
 
-Measured (1,000 GPUs x 30 days at 15 s: 239 M samples, 60 M minute rows; an idle 2-core
-machine, warm page cache; docs/marts.md "Speed"): build 86.4 s and 90.5 s, peak RSS 4.3 GB, of
-which the attribution 76-80 s (its SQL alone 67-69 s with either join). The target, 15 s and
-6 GB, is not met: the attribution's MIG power split joins every minute row of the month.
+Measured (1,000 GPUs x 30 days at 15 s: 239 M samples, 65 M minute rows): docs/marts.md
+"Speed" (before whole hours from the hour sums 86-90 s on an idle 2-core machine; now about
+36 s on 2 cores shared with other work; the 15 s target is not met yet).
 """
 
 from __future__ import annotations
