@@ -13,7 +13,7 @@ are left in the work directory's warehouse.
 
 Measured (1,000 GPUs x 30 days at 15 s: 239 M samples, 65 M minute rows): docs/marts.md
 "Speed" (before whole hours from the hour sums 86-90 s on an idle 2-core machine; now about
-36 s on 2 cores shared with other work; the 15 s target is not met yet).
+29 s on 2 cores shared with other work; the 15 s target is not met yet).
 """
 
 from __future__ import annotations
