@@ -79,10 +79,29 @@ def _layout(frame: pl.DataFrame | pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
     )
 
 
-def _observed_cards(observed: pl.DataFrame) -> pl.DataFrame:
-    """Observed rows with whole-GPU rows dropped where the card also had MIG rows that hour."""
+def _observed_cards(observed: pl.DataFrame, declared_layout: pl.DataFrame) -> pl.DataFrame:
+    """The observed rows that can differ from the config: MIG rows, and every row of a card
+    declared as MIG or not declared (whole rows of a card declared whole, with no MIG row in
+    the hour, agree). Whole-GPU rows are dropped where the card also had MIG rows that hour.
+    ``_layout_declared``: the card's declared layout (null: not declared)."""
+    joined = observed.join(declared_layout, on=CARD, how="left")
+    candidates = joined.filter(
+        pl.col("gpu_i_profile").is_not_null() | (pl.col("_layout_declared").fill_null("") != WHOLE)
+    )
     has_mig = pl.col("gpu_i_profile").is_not_null().any().over(*CARD, "hour")
-    return observed.filter(pl.col("gpu_i_profile").is_not_null() | ~has_mig)
+    return candidates.filter(pl.col("gpu_i_profile").is_not_null() | ~has_mig)
+
+
+def _declared_layout(declared: pl.DataFrame) -> pl.DataFrame:
+    return _layout(declared, CARD).rename({"_layout": "_layout_declared"}).collect()
+
+
+def _changed_hours(seen: pl.DataFrame) -> pl.LazyFrame:
+    """Per card and hour of ``seen`` (``_observed_cards`` rows): its observed and declared layouts,
+    where they differ."""
+    return _layout(seen, [*CARD, "hour", "_layout_declared"]).filter(
+        pl.col("_layout") != pl.col("_layout_declared").fill_null("")
+    )
 
 
 def hourly_inventory(
@@ -94,22 +113,17 @@ def hourly_inventory(
 ) -> pl.DataFrame:
     """``declared`` (config/frames.py INVENTORY_SCHEMA) x each hour of [period_start, period_end),
     with the cards observed otherwise replaced by their observation (module docstring): rows
-    in INVENTORY_SCHEMA + ``hour``."""
+    in INVENTORY_SCHEMA + ``hour``. When no card differs in any hour, ``declared`` itself (no
+    ``hour`` column: every hour the same), which the capacity functions take as before."""
     hours = pl.datetime_range(period_start, period_end, "1h", closed="left", eager=True).alias("hour").to_frame()
     hours = hours.with_columns(pl.col("hour").cast(pl.Datetime("us")))
-    seen = _observed_cards(observed.filter(pl.col("hour").is_between(period_start, period_end, closed="left")))
-    seen = seen.join(declared.select("cluster", "hostname").unique(), on=["cluster", "hostname"], how="semi")
-    declared_layout = _layout(declared, CARD).collect()
-    changed = (
-        _layout(seen, [*CARD, "hour"])
-        .join(declared_layout.lazy(), on=CARD, how="left", suffix="_declared")
-        .filter(pl.col("_layout") != pl.col("_layout_declared").fill_null(""))
-        .select(*CARD, "hour")
-        .collect()
-    )
-    kept = declared.join(hours, how="cross").join(changed, on=[*CARD, "hour"], how="anti")
+    in_period = observed.filter(pl.col("hour").is_between(period_start, period_end, closed="left"))
+    in_period = in_period.join(declared.select("cluster", "hostname").unique(), on=["cluster", "hostname"], how="semi")
+    seen = _observed_cards(in_period, _declared_layout(declared))
+    changed = _changed_hours(seen).select(*CARD, "hour").collect()
     if changed.is_empty():
-        return kept
+        return declared
+    kept = declared.join(hours, how="cross").join(changed, on=[*CARD, "hour"], how="anti")
     host = declared.group_by("cluster", "hostname", maintain_order=True).agg(
         pl.col("gpu_model", "nvlink_domain", "switch_group").first(), pl.col("memory_mib").max().alias("_memory")
     )
@@ -124,21 +138,15 @@ def hourly_inventory(
         .then(memory)
         .otherwise(pl.min_horizontal(profile_gb * 1024, memory).fill_null(memory)),
     )
-    columns = list(kept.columns)
-    return pl.concat([kept, replaced.select(columns).cast(kept.schema)]).sort(
-        "cluster", "hostname", "gpu", "hour", "gpu_i_id", nulls_last=False
-    )
+    return pl.concat([kept, replaced.select(kept.columns).cast(kept.schema)])
 
 
 def inventory_differences(declared: pl.DataFrame, observed: pl.DataFrame) -> pl.DataFrame:
     """Per card and (declared, observed) layout pair that differ: the hours affected (DIFFERENCE_SCHEMA).
     A card observed but not declared has ``declared`` = ``NOT_DECLARED``."""
-    declared_layout = _layout(declared, CARD)
     return (
-        _layout(_observed_cards(observed), [*CARD, "hour"])
-        .join(declared_layout, on=CARD, how="left", suffix="_declared")
+        _changed_hours(_observed_cards(observed, _declared_layout(declared)))
         .with_columns(pl.col("_layout_declared").fill_null(pl.lit(NOT_DECLARED)))
-        .filter(pl.col("_layout") != pl.col("_layout_declared"))
         .group_by(*CARD, pl.col("_layout_declared").alias("declared"), pl.col("_layout").alias("observed"))
         .agg(pl.len().alias("hours"), pl.col("hour").min().alias("first_hour"), pl.col("hour").max().alias("last_hour"))
         .select(list(DIFFERENCE_SCHEMA))
