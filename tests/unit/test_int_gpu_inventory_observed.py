@@ -16,6 +16,8 @@ from transforms.intermediate.int_gpu_inventory_observed import (
     int_gpu_inventory_observed,
     inventory_differences,
 )
+from transforms.marts.charge_idle import capacity_by_model
+from transforms.marts.mart_cluster_monthly import capacity_gpu_hours
 
 START = datetime(2026, 3, 1)
 HOURS = 6
@@ -92,3 +94,24 @@ def test_unknown_host_and_extra_gpu() -> None:
     declared_as = inventory_differences(declared, observed).sort("hostname").get_column("declared").to_list()
     assert declared_as == ["not declared", "not declared"]
     assert "add it to a node group" in difference_advice(inventory_differences(declared, observed).row(0, named=True))
+
+
+def test_capacity_of_an_hourly_inventory() -> None:
+    config = _config()
+    declared = config.inventory_frame()
+    host = declared.row(0, named=True)["hostname"]
+    end = START + timedelta(hours=HOURS)
+    every_hour = declared.join(
+        pl.datetime_range(START, end, "1h", closed="left", eager=True).alias("hour").to_frame(), how="cross"
+    )
+    # An inventory the same every hour gives exactly the config's capacity.
+    assert capacity_gpu_hours(every_hour, START, end).equals(capacity_gpu_hours(declared, START, end))
+    assert capacity_by_model(every_hour, START, end).equals(capacity_by_model(declared, START, end))
+    observed = _observed([(host, 0, 1, "3g.40gb", h) for h in range(2)])
+    hourly = hourly_inventory(declared, observed, START, end, config.rates.mig_weight)
+    total = declared["gpu_fraction"].sum() * HOURS - 2 * (1 - 3 / 7)
+    assert capacity_gpu_hours(hourly, START, end)["capacity_gpu_hours"].item() == pytest.approx(total)
+    by_model = dict(capacity_by_model(hourly, START, end).select("gpu_model", "capacity_gpu_hours").rows())
+    model = declared.row(0, named=True)["gpu_model"]
+    assert by_model[f"{model} 3g.40gb"] == pytest.approx(2 * 3 / 7)
+    assert sum(by_model.values()) == pytest.approx(total)

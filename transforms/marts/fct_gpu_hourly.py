@@ -1,5 +1,8 @@
 """marts.fct_gpu_hourly: per cluster, GPU (or MIG instance) of the inventory and hour of the period.
 
+The inventory may differ by hour (the config's, with the cards DCGM reported otherwise replaced:
+transforms/intermediate/int_gpu_inventory_observed.py).
+
 The basis for capacity, infra idle (capacity - allocated) and hour-of-day views.
 
 - ``capacity_seconds`` = 3600 x the instance's GPU fraction.
