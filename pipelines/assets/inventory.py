@@ -12,16 +12,10 @@ from pipelines.step import Step
 from pipelines.table_asset import table_asset
 from pipelines.tables import INT_GPU_INVENTORY_OBSERVED, MONTH_LANDED, STG_DCGM__GPU_HOURLY
 from transforms.intermediate.int_gpu_inventory_observed import (
+    OBSERVED_SQL,
     SCHEMA,
     difference_advice,
-    int_gpu_inventory_observed,
     inventory_differences,
-)
-
-KEY = ", ".join(name for name in SCHEMA if name != "n_samples")
-OBSERVED_SQL = (
-    f"SELECT {KEY}, sum(n_samples)::BIGINT AS n_samples FROM staging.stg_dcgm__gpu_hourly "
-    f"WHERE day >= ? AND day < ? AND hour >= ? AND hour < ? GROUP BY ALL HAVING sum(n_samples) > 0"
 )
 
 
@@ -35,7 +29,7 @@ OBSERVED_SQL = (
 )
 def int_gpu_inventory_observed_asset(step: Step):
     params = [step.start.date(), step.end.date(), step.start, step.end]
-    observed = int_gpu_inventory_observed(step.sql(OBSERVED_SQL, params))
+    observed = step.sql(OBSERVED_SQL, params).cast(SCHEMA)
     rows = step.write(observed)
     differences = inventory_differences(step.config.inventory_frame(), observed)
     advice = [difference_advice(row) for row in differences.iter_rows(named=True)]

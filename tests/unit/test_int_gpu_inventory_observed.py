@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import duckdb
 import polars as pl
 import pytest
 
-from config import load_config
+from config import EXAMPLE_CONFIG, load_config
 from tests.unit.config_cases import FIXTURES
 from transforms.intermediate.int_gpu_inventory_observed import (
+    OBSERVED_SQL,
     SCHEMA,
     difference_advice,
     hourly_inventory,
@@ -115,3 +117,43 @@ def test_capacity_of_an_hourly_inventory() -> None:
     model = declared.row(0, named=True)["gpu_model"]
     assert by_model[f"{model} 3g.40gb"] == pytest.approx(2 * 3 / 7)
     assert sum(by_model.values()) == pytest.approx(total)
+
+
+def test_the_sql_gives_the_frames_rows() -> None:
+    config = _config()
+    host = config.inventory_frame().row(0, named=True)["hostname"]
+    rows = [(host, 0, None, None, 0), (host, 0, 1, "3g.40gb", 0), (host, 0, 2, "3g.40gb", 3), (host, 1, None, None, 9)]
+    hourly = _observed(rows)
+    hourly = pl.concat([hourly, hourly]).with_columns(day=pl.col("hour").dt.date(), hpc_job=pl.lit("7"))
+    end = START + timedelta(hours=HOURS)
+    with duckdb.connect() as conn:
+        conn.execute("CREATE SCHEMA staging")
+        conn.register("hourly", hourly.to_arrow())
+        conn.execute("CREATE TABLE staging.stg_dcgm__gpu_hourly AS SELECT * FROM hourly")
+        got = (
+            conn.sql(OBSERVED_SQL, params=[START.date(), START.date() + timedelta(days=1), START, end])
+            .pl()
+            .cast(SCHEMA)
+        )
+    want = int_gpu_inventory_observed(hourly.filter(pl.col("hour") < end))
+    assert got.height == 3 and got.equals(want)
+
+
+def test_declared_mig_card_with_some_instances_silent_keeps_the_config() -> None:
+    config = load_config(EXAMPLE_CONFIG)
+    declared = config.inventory_frame()
+    card = declared.filter(pl.col("gpu_i_profile").is_not_null()).row(0, named=True)
+    host, cluster = card["hostname"], card["cluster"]
+    seen = [(host, 0, 9, "3g.40gb", 0), (host, 0, 3, "1g.10gb", 0)]  # two of 3g+2g+1g+1g report
+    seen += [(host, 0, 9, "3g.40gb", 1), (host, 0, 10, "3g.40gb", 1)]  # two 3g: not the declared layout
+    seen += [(host, 0, None, None, 2)]  # whole
+    observed = _observed(seen).with_columns(cluster=pl.lit(cluster))
+    hourly = hourly_inventory(declared, observed, START, START + timedelta(hours=HOURS), config.rates.mig_weight)
+    assert _capacity_by_hour(hourly, host, 0) == pytest.approx([1.0, 6 / 7, 1.0, 1.0, 1.0, 1.0])
+    hour2 = hourly.filter(
+        (pl.col("hostname") == host) & (pl.col("gpu") == 0) & (pl.col("hour") == START + timedelta(hours=2))
+    )
+    assert hour2["gpu_i_profile"].to_list() == [None]
+    differences = inventory_differences(declared, observed)
+    assert differences.select("observed", "hours").rows() == [("3g.40gb+3g.40gb", 1), ("whole", 1)]
+    assert "ran whole but is declared as MIG" in difference_advice(differences.row(1, named=True))

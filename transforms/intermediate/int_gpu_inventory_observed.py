@@ -10,7 +10,8 @@ inventory into the inventory of each hour of a period, card by card (a card: clu
   (fraction 1) or its observed instances (each ``mig_weight(profile)``). When an hour has
   both whole and MIG samples of one card, the MIG instances count, never both;
 - a card not observed in an hour keeps the config's rows (a stopped exporter does not
-  erase capacity), and a GPU observed on a declared host beyond the declared ones is added;
+  erase capacity), as does a card declared MIG whose observed instances are some of the
+  declared ones; a GPU observed on a declared host beyond the declared ones is added;
 - what cannot be observed (gpu_model, NVLink domain, switch group) comes from the host's
   declared GPUs; a host the config does not declare adds nothing (``inventory_differences``
   lists it).
@@ -50,6 +51,14 @@ DIFFERENCE_SCHEMA: dict[str, pl.DataType] = {
 
 WHOLE = "whole"
 NOT_DECLARED = "not declared"
+_KEY = ", ".join(name for name in SCHEMA if name != "n_samples")
+# The same rows as ``int_gpu_inventory_observed``, summed inside DuckDB from the month's days of
+# staging.stg_dcgm__gpu_hourly; parameters: first day, day after the last, period start, end.
+OBSERVED_SQL = (
+    f"SELECT {_KEY}, sum(n_samples)::BIGINT AS n_samples FROM staging.stg_dcgm__gpu_hourly "
+    "WHERE day >= ? AND day < ? AND hour >= ? AND hour < ? GROUP BY ALL HAVING sum(n_samples) > 0 "
+    "ORDER BY cluster, hostname, gpu, hour, gpu_i_id NULLS FIRST"
+)
 
 
 def int_gpu_inventory_observed(hourly: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
@@ -96,11 +105,26 @@ def _declared_layout(declared: pl.DataFrame) -> pl.DataFrame:
     return _layout(declared, CARD).rename({"_layout": "_layout_declared"}).collect()
 
 
-def _changed_hours(seen: pl.DataFrame) -> pl.LazyFrame:
+def _changed_hours(seen: pl.DataFrame, declared: pl.DataFrame) -> pl.LazyFrame:
     """Per card and hour of ``seen`` (``_observed_cards`` rows): its observed and declared layouts,
-    where they differ."""
-    return _layout(seen, [*CARD, "hour", "_layout_declared"]).filter(
-        pl.col("_layout") != pl.col("_layout_declared").fill_null("")
+    where they differ, unless the observed MIG instances are some of the declared ones (an
+    instance without samples in an hour is not removed)."""
+    mig = pl.col("gpu_i_profile").is_not_null()
+    counts = declared.lazy().filter(mig).group_by(*CARD, "gpu_i_profile").agg(pl.len().alias("_declared_n"))
+    within = (
+        seen.lazy()
+        .filter(mig)
+        .group_by(*CARD, "hour", "gpu_i_profile")
+        .agg(pl.len().alias("_n"))
+        .join(counts, on=[*CARD, "gpu_i_profile"], how="left")
+        .group_by(*CARD, "hour")
+        .agg((pl.col("_n") <= pl.col("_declared_n").fill_null(0)).all().alias("_within"))
+    )
+    return (
+        _layout(seen, [*CARD, "hour", "_layout_declared"])
+        .join(within, on=[*CARD, "hour"], how="left")
+        .filter((pl.col("_layout") != pl.col("_layout_declared").fill_null("")) & ~pl.col("_within").fill_null(False))
+        .drop("_within")
     )
 
 
@@ -120,7 +144,7 @@ def hourly_inventory(
     in_period = observed.filter(pl.col("hour").is_between(period_start, period_end, closed="left"))
     in_period = in_period.join(declared.select("cluster", "hostname").unique(), on=["cluster", "hostname"], how="semi")
     seen = _observed_cards(in_period, _declared_layout(declared))
-    changed = _changed_hours(seen).select(*CARD, "hour").collect()
+    changed = _changed_hours(seen, declared).select(*CARD, "hour").collect()
     if changed.is_empty():
         return declared
     kept = declared.join(hours, how="cross").join(changed, on=[*CARD, "hour"], how="anti")
@@ -145,7 +169,7 @@ def inventory_differences(declared: pl.DataFrame, observed: pl.DataFrame) -> pl.
     """Per card and (declared, observed) layout pair that differ: the hours affected (DIFFERENCE_SCHEMA).
     A card observed but not declared has ``declared`` = ``NOT_DECLARED``."""
     return (
-        _changed_hours(_observed_cards(observed, _declared_layout(declared)))
+        _changed_hours(_observed_cards(observed, _declared_layout(declared)), declared)
         .with_columns(pl.col("_layout_declared").fill_null(pl.lit(NOT_DECLARED)))
         .group_by(*CARD, pl.col("_layout_declared").alias("declared"), pl.col("_layout").alias("observed"))
         .agg(pl.len().alias("hours"), pl.col("hour").min().alias("first_hour"), pl.col("hour").max().alias("last_hour"))
