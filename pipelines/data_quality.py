@@ -1,5 +1,6 @@
 """A month's data quality as people read it: quarantined input by cluster, source and reason code,
-and the runs billed to an inferred end (runaway jobs). Used by the review and the CLI summary."""
+the runs billed to an inferred end (runaway jobs), and the cards DCGM reported otherwise than the
+config's inventory declares. Used by the review and the CLI summary."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ from datetime import date
 import duckdb
 import polars as pl
 
+from config import Config
 from pipelines.checks.quarantine import WORST_VALUE_SUFFIX
 from transforms.helpers.slurm_policy import reason_code
+from transforms.intermediate.int_gpu_inventory_observed import difference_advice, inventory_differences
+from transforms.marts.fct_chargeback_focus import month_bounds
 from warehouse import read_frame
+from warehouse.books.inventory import observed_rows
 
 SACCT_SOURCES = ("sacct", "stg_slurm__jobs")
 QUARANTINE_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
@@ -60,3 +65,12 @@ def quarantine_summary(conn: duckdb.DuckDBPyConnection, month: date) -> pl.DataF
 def runaway_runs(conn: duckdb.DuckDBPyConnection, month: date) -> pl.DataFrame:
     """Staged runs of the month whose unknown End was inferred, with the evidence."""
     return read_frame(conn, _RUNAWAY_SQL, [month])
+
+
+def inventory_mismatches(conn: duckdb.DuckDBPyConnection, config: Config, month: date) -> pl.DataFrame:
+    """Per card whose DCGM layout differed from the config's in the month: declared, observed, the
+    hours affected and ``advice`` (what to change in the config)."""
+    start, end = month_bounds(month)
+    differences = inventory_differences(config.inventory_frame(), observed_rows(conn, start, end))
+    advice = [difference_advice(row) for row in differences.iter_rows(named=True)]
+    return differences.with_columns(pl.Series("advice", advice, dtype=pl.String))

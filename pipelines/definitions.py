@@ -15,6 +15,7 @@ from pipelines.assets.chargeback import CHARGEBACK_ASSETS
 from pipelines.assets.gate import month_landed
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
 from pipelines.assets.intermediate import int_gpu_minutes_attributed_asset
+from pipelines.assets.inventory import int_gpu_inventory_observed_asset
 from pipelines.assets.kube import raw_kube_series, stg_kube__jobs_asset, stg_kube__pods_asset
 from pipelines.assets.kube_marts import mart_deployment_monthly_asset, mart_kube_queue_monthly_asset
 from pipelines.assets.marts import (
@@ -50,6 +51,7 @@ ASSETS = [
     stg_kube__pods_asset,
     stg_kube__jobs_asset,
     int_gpu_minutes_attributed_asset,
+    int_gpu_inventory_observed_asset,
     fct_job_usage_asset,
     fct_gpu_hourly_asset,
     mart_department_monthly_asset,

@@ -107,6 +107,7 @@ STG_KUBE__PODS = Table("staging.stg_kube__pods", MONTH, "staging")
 STG_KUBE__JOBS = Table("staging.stg_kube__jobs", MONTH, "staging")
 
 INT_GPU_MINUTES_ATTRIBUTED = Table("intermediate.int_gpu_minutes_attributed", MONTH, "intermediate")
+INT_GPU_INVENTORY_OBSERVED = Table("intermediate.int_gpu_inventory_observed", MONTH, "intermediate")
 
 FCT_JOB_USAGE = _mart("marts.fct_job_usage")
 FCT_GPU_HOURLY = _mart("marts.fct_gpu_hourly")

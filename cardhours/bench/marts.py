@@ -5,8 +5,8 @@ parameters): simulate ``gpus`` GPUs for ``days`` days from ``START`` at ``step_s
 (Parquet metrics), then land each day through the ``daily_ingest`` Dagster job as
 ``cardhours run`` does (raw samples and sacct rows, minute and hour rollups, field presence).
 Timed, in a fresh process per round (``marts_build.build_month``): the month's
-``stg_slurm__jobs``, ``int_gpu_minutes_attributed``, ``fct_job_usage``, ``fct_gpu_hourly``,
-``mart_department_monthly`` and ``mart_cluster_monthly`` through Dagster ``materialize``,
+``stg_slurm__jobs``, ``int_gpu_minutes_attributed``, ``int_gpu_inventory_observed``, ``fct_job_usage``,
+``fct_gpu_hourly``, ``mart_department_monthly`` and ``mart_cluster_monthly`` through Dagster ``materialize``,
 blocking checks included. Then, untimed for the target: the attribution SQL taking whole hours
 from the hour sums against attributing every minute row (``marts_build.time_paths``). The marts
 are left in the work directory's warehouse.

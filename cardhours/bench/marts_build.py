@@ -23,6 +23,7 @@ from datetime import datetime
 BUILT = (
     ("staging", "stg_slurm__jobs"),
     ("intermediate", "int_gpu_minutes_attributed"),
+    ("intermediate", "int_gpu_inventory_observed"),
     ("marts", "fct_job_usage"),
     ("marts", "fct_gpu_hourly"),
     ("marts", "mart_department_monthly"),

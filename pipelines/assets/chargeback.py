@@ -16,6 +16,7 @@ from pipelines.tables import (
     FCT_CHARGEBACK_FOCUS,
     FCT_CHARGEBACK_JOBS,
     FCT_JOB_USAGE,
+    INT_GPU_INVENTORY_OBSERVED,
     MART_CHARGEBACK_RECONCILIATION,
 )
 from reports.focus_export import export_billing_month
@@ -51,7 +52,7 @@ def fct_chargeback_jobs_asset(step: Step) -> Built:
 
 @table_asset(
     FCT_CHARGEBACK_FOCUS,
-    reads=[FCT_JOB_USAGE, FCT_CHARGEBACK_JOBS, CHARGEBACK_CLOSED_MONTHS],
+    reads=[FCT_JOB_USAGE, FCT_CHARGEBACK_JOBS, CHARGEBACK_CLOSED_MONTHS, INT_GPU_INVENTORY_OBSERVED],
     kinds=["polars"],
     description="FinOps FOCUS 1.2 rows: per cluster x department x GPU model x partition x QOS x charge "
     "period, idle capacity per rates.idle_capacity, corrections of closed months.",
@@ -64,7 +65,7 @@ def fct_chargeback_focus_asset(step: Step) -> Built:
 
 @table_asset(
     MART_CHARGEBACK_RECONCILIATION,
-    reads=[FCT_CHARGEBACK_FOCUS, FCT_CHARGEBACK_JOBS, FCT_JOB_USAGE],
+    reads=[FCT_CHARGEBACK_FOCUS, FCT_CHARGEBACK_JOBS, FCT_JOB_USAGE, INT_GPU_INVENTORY_OBSERVED],
     kinds=["polars"],
     checks=[Check(name) for name in CHECKS],
     description="Per cluster and charge month: capacity = charged + idle, costs to the cent, departments = "

@@ -17,6 +17,7 @@ from pipelines.table_asset import Built, Check, table_asset
 from pipelines.tables import (
     FCT_GPU_HOURLY,
     FCT_JOB_USAGE,
+    INT_GPU_INVENTORY_OBSERVED,
     INT_GPU_MINUTES_ATTRIBUTED,
     MART_CLUSTER_MONTHLY,
     MART_DEPARTMENT_MONTHLY,
@@ -28,6 +29,7 @@ from transforms.marts.fct_gpu_hourly import fct_gpu_hourly
 from transforms.marts.fct_job_usage import fct_job_usage
 from transforms.marts.mart_cluster_monthly import capacity_gpu_hours, mart_cluster_monthly
 from transforms.marts.mart_department_monthly import mart_department_monthly
+from warehouse.books.inventory import capacity_inventory
 
 POD_ORDER = "namespace, pod, pod_uid"
 
@@ -106,14 +108,14 @@ def _warn_unknown_hosts(step: Step, cluster, jobs: pl.DataFrame, pods: pl.DataFr
 
 @table_asset(
     FCT_GPU_HOURLY,
-    reads=[STG_SLURM__JOBS, INT_GPU_MINUTES_ATTRIBUTED, STG_KUBE__PODS],
+    reads=[STG_SLURM__JOBS, INT_GPU_MINUTES_ATTRIBUTED, STG_KUBE__PODS, INT_GPU_INVENTORY_OBSERVED],
     kinds=["polars"],
     checks=[Check(WITHIN_CAPACITY)],
     description="Per GPU or MIG instance and hour: capacity, allocated and active seconds, samples, "
     "unattributed samples, coverage.",
 )
 def fct_gpu_hourly_asset(step: Step) -> Built:
-    inventory = step.config.inventory_frame()
+    inventory = capacity_inventory(step.store.conn, step.config, step.start, step.end)
 
     def hourly(cluster) -> pl.DataFrame:
         jobs = step.read(STG_SLURM__JOBS, cluster=cluster.name, with_period=False)
@@ -122,7 +124,7 @@ def fct_gpu_hourly_asset(step: Step) -> Built:
         pods = None
         if cluster.kubernetes:
             pods = step.read(STG_KUBE__PODS, cluster=cluster.name, with_period=False, order_by=POD_ORDER)
-        _warn_unknown_hosts(step, cluster, jobs, pods, cluster_inventory.get_column("hostname"))
+        _warn_unknown_hosts(step, cluster, jobs, pods, cluster_inventory.get_column("hostname").unique())
         return fct_gpu_hourly(
             cluster_inventory, jobs, attributed, step.start, step.end, cluster.sample_step_seconds, pods
         )
@@ -141,14 +143,16 @@ def fct_gpu_hourly_asset(step: Step) -> Built:
 
 @table_asset(
     MART_DEPARTMENT_MONTHLY,
-    reads=[FCT_JOB_USAGE],
+    reads=[FCT_JOB_USAGE, INT_GPU_INVENTORY_OBSERVED],
     kinds=["polars"],
     checks=[Check(CAPACITY_BALANCE), Check(MATCHES_JOB_USAGE)],
     description="Per cluster, division and department: card-hours, utilization, idle waste, queue time, "
     "preemption; plus each cluster's unallocated capacity.",
 )
 def mart_department_monthly_asset(step: Step) -> Built:
-    capacity = capacity_gpu_hours(step.config.inventory_frame(), step.start, step.end)
+    capacity = capacity_gpu_hours(
+        capacity_inventory(step.store.conn, step.config, step.start, step.end), step.start, step.end
+    )
     usage = step.read(FCT_JOB_USAGE)
     departments = mart_department_monthly(usage, period_start=step.start, capacity_gpu_hours=capacity)
     checks = [
@@ -160,12 +164,14 @@ def mart_department_monthly_asset(step: Step) -> Built:
 
 @table_asset(
     MART_CLUSTER_MONTHLY,
-    reads=[FCT_JOB_USAGE],
+    reads=[FCT_JOB_USAGE, INT_GPU_INVENTORY_OBSERVED],
     kinds=["polars"],
     description="Per cluster: capacity, allocated, active and idle GPU-hours, coverage, queue time.",
 )
 def mart_cluster_monthly_asset(step: Step) -> Built:
-    capacity = capacity_gpu_hours(step.config.inventory_frame(), step.start, step.end)
+    capacity = capacity_gpu_hours(
+        capacity_inventory(step.store.conn, step.config, step.start, step.end), step.start, step.end
+    )
     clusters = mart_cluster_monthly(step.read(FCT_JOB_USAGE), capacity, step.month)
     headline = clusters.row(0, named=True) if clusters.height == 1 else {}
     return Built(

@@ -9,7 +9,7 @@ from dagster import MaterializeResult, MetadataValue
 
 from config import Config
 from config.rates import price_frame
-from pipelines.data_quality import quarantine_summary, runaway_runs
+from pipelines.data_quality import inventory_mismatches, quarantine_summary, runaway_runs
 from pipelines.step import Step
 from pipelines.table_asset import table_asset
 from pipelines.tables import (
@@ -18,6 +18,7 @@ from pipelines.tables import (
     FCT_GPU_HOURLY,
     FCT_JOB_FLAGS,
     FCT_JOB_USAGE,
+    INT_GPU_INVENTORY_OBSERVED,
     MART_CHARGEBACK_RECONCILIATION,
     MART_CLUSTER_MONTHLY,
     MART_DEPARTMENT_MONTHLY,
@@ -107,6 +108,7 @@ def review_settings(config: Config, month: date) -> ReviewSettings:
         # the data quality section
         RAW_QUARANTINE,
         STG_SLURM__JOBS,
+        INT_GPU_INVENTORY_OBSERVED,
     ],
     kinds=["html", "plotly"],
     description="YYYY-MM/review.html for operations and YYYY-MM/departments/<dept>.html for managers "
@@ -115,7 +117,9 @@ def review_settings(config: Config, month: date) -> ReviewSettings:
 def review_html(step: Step) -> MaterializeResult:
     month, config = step.month, step.config
     frames = read_review_frames(step.store.conn, month)
-    quality = data_quality_section(quarantine_summary(step.store.conn, month), runaway_runs(step.store.conn, month))
+    conn = step.store.conn
+    mismatches = inventory_mismatches(conn, config, month)
+    quality = data_quality_section(quarantine_summary(conn, month), runaway_runs(conn, month), mismatches)
     step.close()
     reconciliation, focus, queues = frames.pop("reconciliation"), frames.pop("focus"), frames.pop("kube_queues")
     closed = frames.pop("closed")

@@ -1,5 +1,6 @@
 """The review's "Data quality" section: what was quarantined (by cluster, source and reason, with
-an example) and the runaway jobs billed to an inferred end, each with its evidence."""
+an example), the runaway jobs billed to an inferred end, each with its evidence, and the cards
+whose observed GPU/MIG layout differed from the config's inventory (capacity took the observed)."""
 
 from __future__ import annotations
 
@@ -33,12 +34,28 @@ RUNAWAY_COLUMNS = [
     Column("ended_by", "end inferred from", wrap=True),
     Column("gpus", "GPUs", fmt_two, True),
 ]
+INVENTORY_COLUMNS = [
+    Column("cluster", "cluster"),
+    Column("hostname", "host"),
+    Column("gpu", "GPU", fmt_int, True),
+    Column("declared", "declared", wrap=True),
+    Column("observed", "observed (DCGM)", wrap=True),
+    Column("hours", "hours", fmt_int, True),
+    Column("first_hour", "first hour (UTC)"),
+    Column("last_hour", "last hour (UTC)"),
+    Column("advice", "what to change", wrap=True),
+]
 
 
-def data_quality_section(quarantine: pl.DataFrame, runaways: pl.DataFrame) -> Section:
-    """Always shown: a month with nothing quarantined says so."""
+def data_quality_section(
+    quarantine: pl.DataFrame, runaways: pl.DataFrame, inventory: pl.DataFrame | None = None
+) -> Section:
+    """Always shown: a month with nothing quarantined says so. ``inventory``: the data_quality
+    ``inventory_mismatches`` rows (none: nothing to show)."""
     total = int(quarantine["rows"].sum()) if quarantine.height else 0
-    values = {"quarantined": f"{total:,}" if total else None, "runaways": None}
+    values = {"quarantined": f"{total:,}" if total else None, "runaways": None, "mismatches": None}
+    if inventory is not None and inventory.height:
+        values |= {"mismatches": inventory.height, "inventory_table": table(inventory, INVENTORY_COLUMNS)}
     if quarantine.height:
         values["quarantine"] = table(quarantine, QUARANTINE_COLUMNS)
     if runaways.height:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from transforms.intermediate import int_gpu_inventory_observed
 from transforms.marts import (
     fct_gpu_hourly,
     fct_job_usage,
@@ -22,6 +23,7 @@ MARTS = {
     "marts.mart_cluster_monthly": mart_cluster_monthly.SCHEMA,
     "marts.mart_deployment_monthly": mart_deployment_monthly.SCHEMA,
     "marts.mart_kube_queue_monthly": mart_kube_queue_monthly.SCHEMA,
+    "intermediate.int_gpu_inventory_observed": int_gpu_inventory_observed.SCHEMA,
 }
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import polars as pl
 
 from reports.sections.data_quality import data_quality_section
 from tests.unit.reports_frames import EVIL_JOB, EVIL_USER, table_row
+from transforms.intermediate.int_gpu_inventory_observed import difference_advice, inventory_differences
 
 QUARANTINE = pl.DataFrame(
     {
@@ -45,3 +48,25 @@ def test_quarantine_and_runaways_are_listed_with_escaped_strings() -> None:
 def test_a_clean_month_says_so() -> None:
     html = data_quality_section(QUARANTINE.clear(), RUNAWAYS.clear()).render_body()
     assert html == "<p>Nothing was quarantined this month.</p>"
+
+
+def test_inventory_differences_are_listed_with_what_to_change() -> None:
+    declared = pl.DataFrame(
+        {"cluster": ["c1"], "hostname": ["g01"], "gpu": [0], "gpu_model": ["A100"], "gpu_i_profile": [None]},
+        schema_overrides={"gpu": pl.Int16, "gpu_i_profile": pl.String},
+    )
+    hours = [datetime(2026, 10, 1, h) for h in (0, 1, 5)]
+    observed = pl.DataFrame(
+        {"cluster": "c1", "hostname": "g01", "gpu": 0, "gpu_i_profile": ["3g.40gb", "3g.40gb", None], "hour": hours},
+        schema_overrides={"gpu": pl.Int16},
+    )
+    differences = inventory_differences(declared, observed)
+    mismatches = differences.with_columns(advice=pl.Series([difference_advice(r) for r in differences.to_dicts()]))
+    html = data_quality_section(QUARANTINE.clear(), RUNAWAYS.clear(), mismatches).render_body()
+    assert "<p>1 GPUs reported a layout in DCGM that differs from [[clusters.inventory.node_groups]]." in html
+    row = table_row(html, "c1")
+    assert row[:6] == ["c1", "g01", "0", "whole", "3g.40gb", "2"]
+    assert (
+        row[-1] == "c1 g01 GPU 0 ran as MIG 3g.40gb but is declared as whole: set mig_layout = [&#39;3g.40gb&#39;] "
+        "on its node group (or split the group)."
+    )

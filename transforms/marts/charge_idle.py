@@ -137,17 +137,25 @@ def int_charge_idle(
 
 def capacity_by_model(inventory: pl.DataFrame, period_start: datetime, period_end: datetime) -> pl.DataFrame:
     """cluster, gpu_model (label as fct_job_usage writes it: ``"A100 3g.40gb"`` for a MIG
-    profile), capacity_gpu_hours: the inventory's GPU fractions x hours of the period."""
-    hours = (period_end - period_start).total_seconds() / 3600
+    profile), capacity_gpu_hours: the inventory's GPU fractions x hours of the period. An inventory
+    with an ``hour`` column (warehouse/books/inventory.py) gives each hour's rows."""
     label = (
         pl.when(pl.col("gpu_i_profile").is_null())
         .then(pl.col("gpu_model"))
         .otherwise(pl.format("{} {}", "gpu_model", "gpu_i_profile"))
     )
+    if "hour" not in inventory.columns:  # the config's inventory, the same every hour
+        hours = (period_end - period_start).total_seconds() / 3600
+        inventory = inventory.with_columns(pl.lit(None, pl.Datetime("us")).alias("hour"))
+    else:
+        hours = 1.0
+    # Hours with the same count of each label and fraction are multiplied, not added one by one:
+    # an inventory the same every hour gives count x fraction x hours, as the config's does.
+    per_hour = inventory.group_by("cluster", label.alias("gpu_model"), "gpu_fraction", "hour").len()
     return (
-        inventory.group_by("cluster", label.alias("gpu_model"), "gpu_fraction")
-        .len()
-        .sort("cluster", "gpu_model", "gpu_fraction")
+        per_hour.group_by("cluster", "gpu_model", "gpu_fraction", "len")
+        .agg(pl.len().alias("_hours"))
+        .sort("cluster", "gpu_model", "gpu_fraction", "len")
         .group_by("cluster", "gpu_model", maintain_order=True)
-        .agg((pl.col("len") * pl.col("gpu_fraction") * hours).sum().alias("capacity_gpu_hours"))
+        .agg((pl.col("len") * pl.col("gpu_fraction") * (pl.col("_hours") * hours)).sum().alias("capacity_gpu_hours"))
     )

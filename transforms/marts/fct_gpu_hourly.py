@@ -1,5 +1,8 @@
 """marts.fct_gpu_hourly: per cluster, GPU (or MIG instance) of the inventory and hour of the period.
 
+The inventory may differ by hour (the config's, with the cards DCGM reported otherwise replaced:
+transforms/intermediate/int_gpu_inventory_observed.py).
+
 The basis for capacity, infra idle (capacity - allocated) and hour-of-day views.
 
 - ``capacity_seconds`` = 3600 x the instance's GPU fraction.
@@ -142,6 +145,23 @@ def _sample_measures(attributed: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _instance_hours(inventory: pl.DataFrame, period_start: datetime, period_end: datetime) -> pl.DataFrame:
+    """Each instance x hour with ``_rank`` and ``_host_capacity`` (the host's GPUs that hour).
+    An inventory with an ``hour`` column (warehouse/books/inventory.py) gives each hour's
+    instances (ranked within the hour); else every hour has all of them."""
+    columns = ["hour"] if "hour" in inventory.columns else []
+    instances = inventory.select(*INSTANCE, "gpu_i_profile", "gpu_model", "gpu_fraction", *columns)
+    if not columns:
+        hours = pl.datetime_range(period_start, period_end, "1h", closed="left", eager=True).alias("hour")
+        instances = instances.with_columns(_host_capacity=pl.col("gpu_fraction").sum().over("cluster", "hostname"))
+        return _with_instance_rank(instances).join(hours.to_frame(), how="cross")
+    rank = pl.col("gpu_i_id").rank("dense").over("cluster", "hostname", "gpu", "gpu_i_profile", "hour")
+    return instances.with_columns(
+        _host_capacity=pl.col("gpu_fraction").sum().over("cluster", "hostname", "hour"),
+        _rank=rank.cast(pl.Int32),
+    ).select(*INSTANCE, "gpu_i_profile", "gpu_model", "gpu_fraction", "_host_capacity", "_rank", "hour")
+
+
 def fct_gpu_hourly(
     inventory: pl.DataFrame,
     jobs: pl.DataFrame,
@@ -153,15 +173,12 @@ def fct_gpu_hourly(
 ) -> pl.DataFrame:
     """Rows in SCHEMA for every inventory instance x hour of [period_start, period_end).
 
-    ``inventory``: ``Config.inventory_frame()`` rows; ``jobs``: stg_slurm__jobs runs;
+    ``inventory``: ``Config.inventory_frame()`` rows, or those of each hour (with ``hour``);
+    ``jobs``: stg_slurm__jobs runs;
     ``attributed``: int_gpu_minutes_attributed rows of the same period; ``pods``:
     stg_kube__pods rows of the cluster (their time no sample stands for is held on their node).
     """
-    hours = pl.datetime_range(period_start, period_end, "1h", closed="left", eager=True).alias("hour")
-    instances = inventory.select(*INSTANCE, "gpu_i_profile", "gpu_model", "gpu_fraction").with_columns(
-        _host_capacity=pl.col("gpu_fraction").sum().over("cluster", "hostname")
-    )
-    grid = _with_instance_rank(instances).join(hours.to_frame(), how="cross")
+    grid = _instance_hours(inventory, period_start, period_end)
     held = _host_allocation(jobs, period_start, period_end)
     if pods is not None:
         held = (

@@ -35,12 +35,28 @@ SCHEMA: dict[str, pl.DataType] = {
 
 
 def capacity_gpu_hours(inventory: pl.DataFrame, period_start: datetime, period_end: datetime) -> pl.DataFrame:
-    """Per cluster: GPUs (MIG instances as fractions) and GPU-hours available in the period."""
+    """Per cluster: GPUs (MIG instances as fractions, the mean over the hours) and GPU-hours
+    available in the period. An inventory with an ``hour`` column gives each hour's rows."""
     hours = (period_end - period_start).total_seconds() / 3600
+    if "hour" not in inventory.columns:
+        inventory = inventory.with_columns(pl.lit(None, pl.Datetime("us")).alias("hour"))
+        weight = hours
+    else:
+        weight = 1.0
+    # Hours of equal capacity are multiplied, not added one by one (the config's: GPUs x hours).
     return (
-        inventory.group_by("cluster")
-        .agg(pl.col("gpu_fraction").sum().alias("capacity_gpus"))
-        .with_columns((pl.col("capacity_gpus") * hours).alias("capacity_gpu_hours"))
+        inventory.group_by("cluster", "hour")
+        .agg(pl.col("gpu_fraction").sum().alias("_gpus"))
+        .group_by("cluster", "_gpus")
+        .agg(pl.len().alias("_hours"))
+        .sort("cluster", "_gpus")
+        .group_by("cluster", maintain_order=True)
+        .agg(
+            (pl.col("_gpus") * (pl.col("_hours") * weight)).sum().alias("capacity_gpu_hours"),
+            pl.when(pl.len() == 1).then(pl.col("_gpus").first()).alias("capacity_gpus"),
+        )
+        .with_columns(pl.col("capacity_gpus").fill_null(pl.col("capacity_gpu_hours") / hours))
+        .select("cluster", "capacity_gpus", "capacity_gpu_hours")
         .sort("cluster")
     )
 

@@ -23,6 +23,7 @@ from transforms.marts.fct_chargeback_focus import fct_chargeback_focus, focus_co
 from transforms.marts.fct_chargeback_jobs import fct_chargeback_jobs, job_corrections
 from transforms.marts.mart_chargeback_reconciliation import mart_chargeback_reconciliation
 from warehouse import read_frame
+from warehouse.books.inventory import capacity_inventory
 from warehouse.books.ledger import booked, closed_months, next_open_month
 
 USAGE_SQL = "SELECT * FROM marts.fct_job_usage WHERE month = ?"
@@ -63,8 +64,9 @@ def charge_lines(conn: duckdb.DuckDBPyConnection, config: Config, month: date) -
     )
 
 
-def capacity(config: Config, start: datetime, end: datetime) -> pl.DataFrame:
-    return capacity_by_model(config.inventory_frame(), start, end)
+def capacity(conn: duckdb.DuckDBPyConnection, config: Config, start: datetime, end: datetime) -> pl.DataFrame:
+    """Per cluster and GPU model label: GPU-hours of the inventory of each hour (observed where DCGM saw it)."""
+    return capacity_by_model(capacity_inventory(conn, config, start, end), start, end)
 
 
 def job_rows(conn: duckdb.DuckDBPyConnection, config: Config, month: date, lines: pl.DataFrame) -> ChargeRows:
@@ -83,7 +85,7 @@ def focus_rows(conn: duckdb.DuckDBPyConnection, config: Config, month: date, lin
     names = {key: department.name for key, department in config.org.departments.items()}
     idle = int_charge_idle(
         lines,
-        capacity(config, start, end),
+        capacity(conn, config, start, end),
         price_frame(config.rates, start, end),
         config.rates.idle_capacity,
         start,
@@ -101,4 +103,4 @@ def reconciliation_rows(
     ``jobs``: every FOCUS row and job line of that charge month, whatever month books them."""
     start, end = month_bounds(month)
     usage = read_frame(conn, USAGE_SQL, [month])
-    return mart_chargeback_reconciliation(focus, jobs, usage, capacity(config, start, end), month)
+    return mart_chargeback_reconciliation(focus, jobs, usage, capacity(conn, config, start, end), month)
