@@ -73,9 +73,9 @@ def test_a_failed_day_stops_the_month_until_accepted(tmp_path: Path) -> None:
 
     built = runner.invoke(app, ["run", "--config", config, "--month", "2026-02", "--accept-gaps", "day 28 lost"])
     assert built.exit_code == 0, built.output
-    assert _flat(
-        f"built over a failed day (day 28 lost): 2026-02-28: step raw__dcgm_samples: {broken}"
-    ) in _flat(built.output)
+    assert _flat(f"built over a failed day (day 28 lost): 2026-02-28: step raw__dcgm_samples: {broken}") in _flat(
+        built.output
+    )
     build = _read(
         database, "SELECT status, accepted_gaps, landed_through <= started_at AS ordered FROM meta.monthly_builds"
     )
