@@ -223,25 +223,32 @@ def _run_month(
             lines.append((label, str(month_dir / name)))
     for label, where in lines:
         out.print(f"  {label + ':':<13}{where}", highlight=False)
-    for line in _quality_lines(outputs.warehouse, month):
+    gaps, quality = _quality_lines(outputs.warehouse, month)
+    for line in gaps:
+        out.print(f"  {'gap:':<13}{line}", highlight=False)
+    for line in quality:
         out.print(f"  {'quality:':<13}{line}", highlight=False)
 
 
-def _quality_lines(warehouse_path: Path, month: str) -> list[str]:
-    """The month's quarantined input by cluster and source (with reasons) and its runaway runs."""
-    from pipelines.data_quality import quarantine_summary, runaway_runs
+def _quality_lines(warehouse_path: Path, month: str) -> tuple[list[str], list[str]]:
+    """The month's coverage gaps (days a source answered with nothing, by cluster and source,
+    with their causes); its quarantined input by cluster and source (with reasons) and its
+    runaway runs."""
+    from pipelines.data_quality import month_coverage_gaps, quarantine_summary, runaway_runs
     from warehouse import connect
+    from warehouse.books.landings import coverage_gap_lines
 
     first = date.fromisoformat(f"{month}-01")
     with connect(warehouse_path) as conn:
         summary, runaways = quarantine_summary(conn, first), runaway_runs(conn, first)
+        gaps = coverage_gap_lines(month_coverage_gaps(conn, first))
     lines = []
     for (cluster, source), group in summary.group_by("cluster", "source", maintain_order=True):
         reasons = ", ".join(f"{reason} {rows:,}" for reason, rows in group.select("reason", "rows").iter_rows())
         lines.append(f"{cluster}: {int(group['rows'].sum()):,} quarantined from {source} ({reasons})")
     if runaways.height:
         lines.append(f"{runaways.height} runaway run(s) billed to an inferred end (review: Data quality)")
-    return lines or ["nothing quarantined"]
+    return gaps, lines or ["nothing quarantined"]
 
 
 @app.command()

@@ -1,5 +1,6 @@
 """A month's data quality as people read it: quarantined input by cluster, source and reason code,
-and the runs billed to an inferred end (runaway jobs). Used by the review and the CLI summary."""
+the runs billed to an inferred end (runaway jobs), and the coverage gaps (days a source answered
+with nothing: warehouse/books/landings.py). Used by the review and the CLI summary."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import polars as pl
 from pipelines.checks.quarantine import WORST_VALUE_SUFFIX
 from transforms.helpers.slurm_policy import reason_code
 from warehouse import read_frame
+from warehouse.books.landings import coverage_gaps
+from warehouse.landings import month_landings
 
 SACCT_SOURCES = ("sacct", "stg_slurm__jobs")
 QUARANTINE_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
@@ -60,3 +63,8 @@ def quarantine_summary(conn: duckdb.DuckDBPyConnection, month: date) -> pl.DataF
 def runaway_runs(conn: duckdb.DuckDBPyConnection, month: date) -> pl.DataFrame:
     """Staged runs of the month whose unknown End was inferred, with the evidence."""
     return read_frame(conn, _RUNAWAY_SQL, [month])
+
+
+def month_coverage_gaps(conn: duckdb.DuckDBPyConnection, month: date) -> pl.DataFrame:
+    """The month's coverage gaps, as runs of days per cluster, source and cause (``GAP_SCHEMA``)."""
+    return coverage_gaps(month_landings(conn, month, _next_month(month)))

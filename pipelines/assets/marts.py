@@ -3,6 +3,7 @@
 import polars as pl
 from dagster import MetadataValue
 
+from contracts.sources import KUBE
 from pipelines.assets.intermediate import read_attributed
 from pipelines.checks.marts import (
     CAPACITY_BALANCE,
@@ -43,7 +44,7 @@ def divisions_frame(config) -> pl.DataFrame:
 
 def kube_frames(step: Step, cluster) -> dict:
     """fct_job_usage's Kubernetes arguments for a cluster with a ``[clusters.kubernetes]`` section."""
-    if cluster.kubernetes is None:
+    if KUBE not in cluster.sources:
         return {}
     return {
         "kube_jobs": step.read(STG_KUBE__JOBS, cluster=cluster.name, with_period=False, order_by="job_id"),
@@ -120,7 +121,7 @@ def fct_gpu_hourly_asset(step: Step) -> Built:
         attributed = read_attributed(step.store, step.month, cluster.name)
         cluster_inventory = inventory.filter(pl.col("cluster") == cluster.name)
         pods = None
-        if cluster.kubernetes:
+        if KUBE in cluster.sources:
             pods = step.read(STG_KUBE__PODS, cluster=cluster.name, with_period=False, order_by=POD_ORDER)
         _warn_unknown_hosts(step, cluster, jobs, pods, cluster_inventory.get_column("hostname"))
         return fct_gpu_hourly(

@@ -9,7 +9,7 @@ from dagster import MaterializeResult, MetadataValue
 
 from config import Config
 from config.rates import price_frame
-from pipelines.data_quality import quarantine_summary, runaway_runs
+from pipelines.data_quality import month_coverage_gaps, quarantine_summary, runaway_runs
 from pipelines.step import Step
 from pipelines.table_asset import table_asset
 from pipelines.tables import (
@@ -115,7 +115,10 @@ def review_settings(config: Config, month: date) -> ReviewSettings:
 def review_html(step: Step) -> MaterializeResult:
     month, config = step.month, step.config
     frames = read_review_frames(step.store.conn, month)
-    quality = data_quality_section(quarantine_summary(step.store.conn, month), runaway_runs(step.store.conn, month))
+    conn = step.store.conn
+    quality = data_quality_section(
+        quarantine_summary(conn, month), runaway_runs(conn, month), month_coverage_gaps(conn, month)
+    )
     step.close()
     reconciliation, focus, queues = frames.pop("reconciliation"), frames.pop("focus"), frames.pop("kube_queues")
     closed = frames.pop("closed")

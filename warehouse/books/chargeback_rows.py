@@ -64,7 +64,10 @@ def charge_lines(conn: duckdb.DuckDBPyConnection, config: Config, month: date) -
 
 
 def capacity(config: Config, start: datetime, end: datetime) -> pl.DataFrame:
-    return capacity_by_model(config.inventory_frame(), start, end)
+    """The capacity the chargeback bills: of the clusters with a scheduler (a metrics-only
+    cluster is not charged, not even its idle capacity)."""
+    inventory = config.inventory_frame().filter(pl.col("cluster").is_in(config.charged_clusters))
+    return capacity_by_model(inventory, start, end)
 
 
 def job_rows(conn: duckdb.DuckDBPyConnection, config: Config, month: date, lines: pl.DataFrame) -> ChargeRows:

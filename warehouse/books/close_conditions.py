@@ -6,19 +6,22 @@ a cluster's sample coverage is below ``close.min_coverage``; a cluster's quarant
 source over the month is above ``close.max_quarantine_share``.
 Blockers (never waived: run the month again): no finished monthly build of a charge month in
 the billing month, or data landed after its build (stale marts).
+Coverage gaps (days a source answered with nothing, landed as 'gap') are listed, never a reason
+of their own: a landed gap is a landed day, and its missing samples count through the sample
+coverage (a gap of the cluster's GPU samples lowers it).
 ``now`` comes from the caller; nothing here reads the clock.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
 import duckdb
 import polars as pl
 
 from config import Config
-from warehouse.books.landings import expected_sources, landing_gaps
+from warehouse.books.landings import coverage_gap_lines, coverage_gaps, expected_sources, landing_gaps
 from warehouse.books.ledger import charge_months, next_month
 from warehouse.landings import FINISHED, latest_build, month_landings
 
@@ -27,6 +30,7 @@ from warehouse.landings import FINISHED, latest_build, month_landings
 class Conditions:
     gaps: list[str]  # waivable with --accept-gaps
     blockers: list[str]  # never waived
+    coverage_gaps: list[str] = field(default_factory=list)  # listed only (warehouse/books/landings.py)
 
 
 def _grace(config: Config, month: date, now: datetime) -> list[str]:
@@ -105,4 +109,4 @@ def month_conditions(conn: duckdb.DuckDBPyConnection, config: Config, month: dat
         *_quarantine(config, landings),
     ]
     blockers = [line for charge in sorted({*charge_months(conn, month), month}) for line in _build(conn, charge)]
-    return Conditions(gaps, blockers)
+    return Conditions(gaps, blockers, coverage_gap_lines(coverage_gaps(landings)))
