@@ -66,9 +66,10 @@ class Gap:
 
 
 def record_gap(store: Store, log, gap: Gap) -> Gap:
-    """Land a source's empty day as a coverage gap, and say so in the run's ``log``."""
+    """Land a source's empty day as a coverage gap, and say so in the run's ``log`` (at info:
+    it is no fault of the run; the review, the CLI summary and close list the month's gaps)."""
     store.land(gap.landing())
-    log.warning(gap.text())
+    log.info(gap.text())
     return gap
 
 

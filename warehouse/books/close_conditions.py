@@ -1,9 +1,10 @@
 """What stands between a billing month and its close (docs/chargeback.md, "Closed months").
 
 Gaps (``--accept-gaps "reason"`` closes anyway and stores the reason): the month has not ended
-``close.grace_days`` ago; a configured cluster misses an 'ok' landing of a day and source;
-a cluster's sample coverage is below ``close.min_coverage``; a cluster's quarantined share of a
-source over the month is above ``close.max_quarantine_share``.
+``close.grace_days`` ago; a configured cluster misses a landed day ('ok' or 'gap') of a source;
+a billed cluster's sample coverage is below ``close.min_coverage``; a billed cluster's
+quarantined share of a source over the month is above ``close.max_quarantine_share`` (a
+metrics-only cluster has no rows in the books: ``Config.charged_clusters``).
 Blockers (never waived: run the month again): no finished monthly build of a charge month in
 the billing month, or data landed after its build (stale marts).
 Coverage gaps (days a source answered with nothing, landed as 'gap') are listed, never a reason
@@ -48,18 +49,22 @@ def _coverage(conn: duckdb.DuckDBPyConnection, config: Config, month: date) -> l
     rows = conn.execute(
         "SELECT cluster, sample_coverage FROM marts.mart_cluster_monthly WHERE month = ? ORDER BY cluster", [month]
     ).fetchall()
-    least = config.close.min_coverage
+    least, charged = config.close.min_coverage, set(config.charged_clusters)
     return [
         f"cluster {cluster!r}: sample coverage {coverage:.1%} below close.min_coverage {least:.1%} "
         f"(marts.mart_cluster_monthly)"
         for cluster, coverage in rows
-        if coverage is not None and coverage < least
+        if coverage is not None and coverage < least and cluster in charged
     ]
 
 
 def _quarantine(config: Config, landings: pl.DataFrame) -> list[str]:
-    most = config.close.max_quarantine_share
-    totals = landings.group_by("cluster", "source").agg(pl.col("quarantined").sum(), pl.col("screened").sum())
+    most, charged = config.close.max_quarantine_share, config.charged_clusters
+    totals = (
+        landings.filter(pl.col("cluster").is_in(charged))
+        .group_by("cluster", "source")
+        .agg(pl.col("quarantined").sum(), pl.col("screened").sum())
+    )
     lines = []
     for r in totals.sort("cluster", "source").iter_rows(named=True):
         if r["screened"] and r["quarantined"] / r["screened"] > most:
