@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cardhours.cli_ledger import close, ledger_app
@@ -200,10 +201,10 @@ def _run_month(
                 marts_only=marts_only,
             )
         except RunFailed as exc:
-            console.print(f"[red]run failed[/red]: {exc}", highlight=False)
+            console.print(f"[red]run failed[/red]: {escape(str(exc))}", highlight=False)
             raise typer.Exit(1) from exc
         except WarehouseBusy as exc:
-            console.print(f"[red]not run[/red]: {exc}", highlight=False)
+            console.print(f"[red]not run[/red]: {escape(str(exc))}", highlight=False)
             raise typer.Exit(BUSY_EXIT) from exc
     out.print(f"month {outputs.month}: {_days_line(outputs)} + monthly marts", highlight=False)
     for failed in outputs.failed_days:
@@ -336,7 +337,7 @@ def bench_ingest(
                 say=lambda text: console.print(text, highlight=False),
             )
         except BenchError as exc:
-            console.print(f"[red]bench failed[/red]: {exc}", highlight=False)
+            console.print(f"[red]bench failed[/red]: {escape(str(exc))}", highlight=False)
             raise typer.Exit(1) from exc
     print_report(result, out)
 
@@ -376,7 +377,7 @@ def bench_marts(
                 say=lambda text: console.print(text, highlight=False),
             )
         except BenchError as exc:
-            console.print(f"[red]bench failed[/red]: {exc}", highlight=False)
+            console.print(f"[red]bench failed[/red]: {escape(str(exc))}", highlight=False)
             raise typer.Exit(1) from exc
     print_report(result, out)
 

@@ -34,7 +34,9 @@ from warehouse.books.landings import expected_sources, landed_days
 from warehouse.landings import month_landings
 from warehouse.lock import hold_warehouse
 
-_FAILURE_PREFIX = re.compile(r"^dagster\.\S+: ")  # Dagster's exception class (a dagster.Failure's text is the message)
+# The exception class Dagster puts before a message: Dagster's own (a dagster.Failure's text is the
+# message) and the pipelines' (pipelines.landing.SourceFailed names the cluster and source itself).
+_FAILURE_PREFIX = re.compile(r"^(?:dagster|pipelines)\.\S+: ")
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
