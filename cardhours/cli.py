@@ -257,9 +257,11 @@ def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Where the demo's inputs, warehouse and reports go.")] = Path(
         "demo"
     ),
-    gpus: Annotated[int, typer.Option(min=8, help="GPUs in the simulated cluster.")] = DEMO_GPUS,
+    gpus: Annotated[int, typer.Option(min=8, help="GPUs of the simulated cluster's Slurm nodes.")] = DEMO_GPUS,
 ) -> None:
-    """Simulate a month of a small cluster (16 nodes x 8 GPUs) and run it end to end."""
+    """Simulate a month of a small mixed site and run it end to end: one cluster with Slurm
+    nodes (16 x 8 GPUs) and a Kubernetes node pool (5 nodes: inference Deployments, Kueue and
+    Volcano gangs, notebooks, MIG), so the review shows both schedulers and the queues."""
     from simulate.run import simulate as run_simulation
 
     month = DEMO_START.strftime("%Y-%m")
@@ -279,6 +281,7 @@ def demo(
             metrics_format="parquet",
             cluster="demo",
             progress=report,
+            kube=True,
         )
     config_path = result.config_path
     _run_month(config_path, _load_or_exit(config_path), month)

@@ -1,6 +1,6 @@
 """Run a month through Dagster: the daily ingest partitions, then the monthly marts and reports.
 
-Incremental: a day that already landed 'ok' for every cluster and source (meta.landings) is not
+Incremental: a day that already landed ('ok' or 'gap') for every cluster and source (meta.landings) is not
 read again unless the caller asks for it (``reingest``: some days, or every day); with
 ``marts_only`` no day is read and the monthly job rebuilds from what has landed. So a rerun of a
 landed month asks no source anything, and a source that has since lost the data (a Prometheus
@@ -133,7 +133,7 @@ def run_month(
 
 
 def days_to_ingest(config: Config, days: list[str], reingest: Sequence[str]) -> list[str]:
-    """``days`` minus those landed 'ok' for every cluster and source, plus the ``reingest`` ones."""
+    """``days`` minus those landed ('ok' or 'gap') for every cluster and source, plus the ``reingest`` ones."""
     if ALL_DAYS in reingest:
         return list(days)
     first, end = date.fromisoformat(days[0]), date.fromisoformat(days[-1]) + timedelta(days=1)
