@@ -30,6 +30,12 @@ DEMO_START = date(2026, 10, 1)
 DEMO_DAYS = 31
 DEMO_GPUS = 128
 DEMO_SEED = 7
+# The demo's site: 88 GPUs on Slurm nodes and the simulator's 40-GPU Kubernetes pool (128 in
+# all, as many as the Slurm-only demo had). Its kube-state-metrics series are scraped every 300 s
+# and written one OpenMetrics file per day, read a day at a time: at the DCGM step of 30 s in
+# one file, the month's pod series were 8.7 GB, read whole for each day.
+DEMO_SLURM_GPUS = 88
+DEMO_KUBE_STATE_STEP = 300
 
 
 def _progress() -> Progress:
@@ -257,11 +263,11 @@ def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Where the demo's inputs, warehouse and reports go.")] = Path(
         "demo"
     ),
-    gpus: Annotated[int, typer.Option(min=8, help="GPUs of the simulated cluster's Slurm nodes.")] = DEMO_GPUS,
+    gpus: Annotated[int, typer.Option(min=8, help="GPUs of the simulated cluster's Slurm nodes.")] = DEMO_SLURM_GPUS,
 ) -> None:
     """Simulate a month of a small mixed site and run it end to end: one cluster with Slurm
-    nodes (16 x 8 GPUs) and a Kubernetes node pool (5 nodes: inference Deployments, Kueue and
-    Volcano gangs, notebooks, MIG), so the review shows both schedulers and the queues."""
+    nodes (11 x 8 GPUs) and a Kubernetes node pool (5 x 8 GPUs: inference Deployments, Kueue
+    and Volcano gangs, notebooks, MIG), so the review shows both schedulers and the queues."""
     from simulate.run import simulate as run_simulation
 
     month = DEMO_START.strftime("%Y-%m")
@@ -282,6 +288,8 @@ def demo(
             cluster="demo",
             progress=report,
             kube=True,
+            kube_state_step=DEMO_KUBE_STATE_STEP,
+            kube_state_daily=True,
         )
     config_path = result.config_path
     _run_month(config_path, _load_or_exit(config_path), month)
