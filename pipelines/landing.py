@@ -97,11 +97,12 @@ def failure_recorded(store: Store, cluster: str, day: date, source: str) -> Iter
     try:
         yield
     except Exception as exc:
-        text = " ".join(f"{type(exc).__name__}: {exc}".split())[:DETAIL_CHARS]
+        text = f"{type(exc).__name__}: {exc}"
         try:
             earlier = read_landing(store.conn, store.lake, cluster, day, source)
             if earlier is None or earlier.status not in LANDED:
-                store.land(Landing(cluster, day, source, utc_now(), FAILED, detail=text))
+                detail = " ".join(text.split())[:DETAIL_CHARS]
+                store.land(Landing(cluster, day, source, utc_now(), FAILED, detail=detail))
         except Exception:  # noqa: BLE001 - the lake itself failed: the original error is the one to raise
             pass
         raise SourceFailed(
