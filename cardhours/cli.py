@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cardhours.cli_ledger import close, ledger_app
+from cardhours.cli_summary import print_summary
 from cardhours.cli_support import ALL_DAYS, BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
 from config import Config
 from config.cluster import DEFAULT_GPUS_PER_SHARD
@@ -171,14 +172,6 @@ def _is_date(text: str) -> bool:
     return len(text) == 10
 
 
-def _days_line(outputs) -> str:
-    """``31 days ingested`` or ``2 days ingested, 29 already landed (not read again: --reingest)``."""
-    text = f"{len(outputs.ingested)} day{'s' if len(outputs.ingested) != 1 else ''} ingested"
-    if outputs.already_landed:
-        text += f", {outputs.already_landed} already landed (not read again; --reingest DAY|all reads them)"
-    return text
-
-
 def _run_month(
     config_path: Path,
     settings: Config,
@@ -212,50 +205,7 @@ def _run_month(
         except WarehouseBusy as exc:
             console.print(f"[red]not run[/red]: {escape(str(exc))}", highlight=False)
             raise typer.Exit(BUSY_EXIT) from exc
-    out.print(f"month {outputs.month}: {_days_line(outputs)} + monthly marts", highlight=False)
-    for failed in outputs.failed_days:
-        out.print(f"  built over a failed day ({accept_gaps}): {failed}", highlight=False)
-    month_dir = outputs.review.parent
-    pages = sorted((month_dir / "departments").glob("*.html"))
-    lines = [("warehouse", str(outputs.warehouse)), ("review", str(outputs.review))]
-    if pages:
-        lines.append(("departments", f"{len(pages)} pages in {month_dir / 'departments'}"))
-    for label, name in (
-        ("flags", "flagged_jobs.csv"),
-        ("chargeback", "chargeback_focus.csv"),
-        ("chargeback", "chargeback_focus.parquet"),
-        ("job detail", "chargeback_jobs.csv"),
-    ):
-        if (month_dir / name).is_file():
-            lines.append((label, str(month_dir / name)))
-    for label, where in lines:
-        out.print(f"  {label + ':':<13}{where}", highlight=False)
-    gaps, quality = _quality_lines(outputs.warehouse, month)
-    for line in gaps:
-        out.print(f"  {'gap:':<13}{line}", highlight=False)
-    for line in quality:
-        out.print(f"  {'quality:':<13}{line}", highlight=False)
-
-
-def _quality_lines(warehouse_path: Path, month: str) -> tuple[list[str], list[str]]:
-    """The month's coverage gaps (days a source answered with nothing, by cluster and source,
-    with their causes); its quarantined input by cluster and source (with reasons) and its
-    runaway runs."""
-    from pipelines.data_quality import month_coverage_gaps, quarantine_summary, runaway_runs
-    from warehouse import connect
-    from warehouse.books.landings import coverage_gap_lines
-
-    first = date.fromisoformat(f"{month}-01")
-    with connect(warehouse_path) as conn:
-        summary, runaways = quarantine_summary(conn, first), runaway_runs(conn, first)
-        gaps = coverage_gap_lines(month_coverage_gaps(conn, first))
-    lines = []
-    for (cluster, source), group in summary.group_by("cluster", "source", maintain_order=True):
-        reasons = ", ".join(f"{reason} {rows:,}" for reason, rows in group.select("reason", "rows").iter_rows())
-        lines.append(f"{cluster}: {int(group['rows'].sum()):,} quarantined from {source} ({reasons})")
-    if runaways.height:
-        lines.append(f"{runaways.height} runaway run(s) billed to an inferred end (review: Data quality)")
-    return gaps, lines or ["nothing quarantined"]
+    print_summary(outputs, month, accept_gaps)
 
 
 @app.command()
