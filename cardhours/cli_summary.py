@@ -19,9 +19,9 @@ def _days_line(outputs) -> str:
 
 def print_summary(outputs, month: str, accept_gaps: str | None) -> None:
     """The summary of a built month (``cardhours.runner.MonthOutputs``)."""
-    out.print(f"month {outputs.month}: {_days_line(outputs)} + monthly marts", highlight=False)
+    out.print(f"month {outputs.month}: {_days_line(outputs)} + monthly marts", highlight=False, markup=False)
     for failed in outputs.failed_days:
-        out.print(f"  built over a failed day ({accept_gaps}): {failed}", highlight=False)
+        out.print(f"  built over a failed day ({accept_gaps}): {failed}", highlight=False, markup=False)
     month_dir = outputs.review.parent
     pages = sorted((month_dir / "departments").glob("*.html"))
     lines = [("warehouse", str(outputs.warehouse)), ("review", str(outputs.review))]
@@ -36,12 +36,12 @@ def print_summary(outputs, month: str, accept_gaps: str | None) -> None:
         if (month_dir / name).is_file():
             lines.append((label, str(month_dir / name)))
     for label, where in lines:
-        out.print(f"  {label + ':':<13}{where}", highlight=False)
+        out.print(f"  {label + ':':<13}{where}", highlight=False, markup=False)
     gaps, quality = _quality_lines(outputs.warehouse, month)
     for line in gaps:
-        out.print(f"  {'gap:':<13}{line}", highlight=False)
+        out.print(f"  {'gap:':<13}{line}", highlight=False, markup=False)
     for line in quality:
-        out.print(f"  {'quality:':<13}{line}", highlight=False)
+        out.print(f"  {'quality:':<13}{line}", highlight=False, markup=False)
 
 
 def _quality_lines(warehouse_path: Path, month: str) -> tuple[list[str], list[str]]:
