@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cardhours.cli_ledger import close, ledger_app
+from cardhours.cli_summary import print_summary
 from cardhours.cli_support import ALL_DAYS, BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
 from config import Config
 from config.cluster import DEFAULT_GPUS_PER_SHARD
@@ -30,6 +32,12 @@ DEMO_START = date(2026, 10, 1)
 DEMO_DAYS = 31
 DEMO_GPUS = 128
 DEMO_SEED = 7
+# The demo's site: 88 GPUs on Slurm nodes and the simulator's 40-GPU Kubernetes pool (128 in
+# all, as many as the Slurm-only demo had). Its kube-state-metrics series are scraped every 300 s
+# and written one OpenMetrics file per day, read a day at a time: at the DCGM step of 30 s in
+# one file, the month's pod series were 8.7 GB, read whole for each day.
+DEMO_SLURM_GPUS = 88
+DEMO_KUBE_STATE_STEP = 300
 
 
 def _progress() -> Progress:
@@ -174,16 +182,6 @@ def _is_date(text: str) -> bool:
     return len(text) == 10
 
 
-def _days_line(outputs) -> str:
-    """``31 days ingested`` or ``2 days ingested, 29 already landed (not read again: --reingest)``."""
-    text = f"{len(outputs.ingested)} day{'s' if len(outputs.ingested) != 1 else ''} ingested"
-    if outputs.already_landed:
-        text += f", {outputs.already_landed} already landed (not read again; --reingest DAY|all reads them)"
-    if outputs.late_sacct:
-        text += f"; sacct landed again for {', '.join(outputs.late_sacct)} (records changed since they landed)"
-    return text
-
-
 def _run_month(
     config_path: Path,
     settings: Config,
@@ -214,48 +212,12 @@ def _run_month(
                 force_shrink=force_shrink,
             )
         except RunFailed as exc:
-            console.print(f"[red]run failed[/red]: {exc}", highlight=False)
+            console.print(f"[red]run failed[/red]: {escape(str(exc))}", highlight=False)
             raise typer.Exit(1) from exc
         except WarehouseBusy as exc:
-            console.print(f"[red]not run[/red]: {exc}", highlight=False)
+            console.print(f"[red]not run[/red]: {escape(str(exc))}", highlight=False)
             raise typer.Exit(BUSY_EXIT) from exc
-    out.print(f"month {outputs.month}: {_days_line(outputs)} + monthly marts", highlight=False)
-    for failed in outputs.failed_days:
-        out.print(f"  built over a failed day ({accept_gaps}): {failed}", highlight=False)
-    month_dir = outputs.review.parent
-    pages = sorted((month_dir / "departments").glob("*.html"))
-    lines = [("warehouse", str(outputs.warehouse)), ("review", str(outputs.review))]
-    if pages:
-        lines.append(("departments", f"{len(pages)} pages in {month_dir / 'departments'}"))
-    for label, name in (
-        ("flags", "flagged_jobs.csv"),
-        ("chargeback", "chargeback_focus.csv"),
-        ("chargeback", "chargeback_focus.parquet"),
-        ("job detail", "chargeback_jobs.csv"),
-    ):
-        if (month_dir / name).is_file():
-            lines.append((label, str(month_dir / name)))
-    for label, where in lines:
-        out.print(f"  {label + ':':<13}{where}", highlight=False)
-    for line in _quality_lines(outputs.warehouse, month):
-        out.print(f"  {'quality:':<13}{line}", highlight=False)
-
-
-def _quality_lines(warehouse_path: Path, month: str) -> list[str]:
-    """The month's quarantined input by cluster and source (with reasons) and its runaway runs."""
-    from pipelines.data_quality import quarantine_summary, runaway_runs
-    from warehouse import connect
-
-    first = date.fromisoformat(f"{month}-01")
-    with connect(warehouse_path) as conn:
-        summary, runaways = quarantine_summary(conn, first), runaway_runs(conn, first)
-    lines = []
-    for (cluster, source), group in summary.group_by("cluster", "source", maintain_order=True):
-        reasons = ", ".join(f"{reason} {rows:,}" for reason, rows in group.select("reason", "rows").iter_rows())
-        lines.append(f"{cluster}: {int(group['rows'].sum()):,} quarantined from {source} ({reasons})")
-    if runaways.height:
-        lines.append(f"{runaways.height} runaway run(s) billed to an inferred end (review: Data quality)")
-    return lines or ["nothing quarantined"]
+    print_summary(outputs, month, accept_gaps)
 
 
 @app.command()
@@ -263,9 +225,11 @@ def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Where the demo's inputs, warehouse and reports go.")] = Path(
         "demo"
     ),
-    gpus: Annotated[int, typer.Option(min=8, help="GPUs in the simulated cluster.")] = DEMO_GPUS,
+    gpus: Annotated[int, typer.Option(min=8, help="GPUs of the simulated cluster's Slurm nodes.")] = DEMO_SLURM_GPUS,
 ) -> None:
-    """Simulate a month of a small cluster (16 nodes x 8 GPUs) and run it end to end."""
+    """Simulate a month of a small mixed site and run it end to end: one cluster with Slurm
+    nodes (11 x 8 GPUs) and a Kubernetes node pool (5 x 8 GPUs: inference Deployments, Kueue
+    and Volcano gangs, notebooks, MIG), so the review shows both schedulers and the queues."""
     from simulate.run import simulate as run_simulation
 
     month = DEMO_START.strftime("%Y-%m")
@@ -285,6 +249,9 @@ def demo(
             metrics_format="parquet",
             cluster="demo",
             progress=report,
+            kube=True,
+            kube_state_step=DEMO_KUBE_STATE_STEP,
+            kube_state_daily=True,
         )
     config_path = result.config_path
     _run_month(config_path, _load_or_exit(config_path), month)
@@ -343,7 +310,7 @@ def bench_ingest(
                 say=lambda text: console.print(text, highlight=False),
             )
         except BenchError as exc:
-            console.print(f"[red]bench failed[/red]: {exc}", highlight=False)
+            console.print(f"[red]bench failed[/red]: {escape(str(exc))}", highlight=False)
             raise typer.Exit(1) from exc
     print_report(result, out)
 
@@ -385,7 +352,7 @@ def bench_marts(
                 say=lambda text: console.print(text, highlight=False),
             )
         except BenchError as exc:
-            console.print(f"[red]bench failed[/red]: {exc}", highlight=False)
+            console.print(f"[red]bench failed[/red]: {escape(str(exc))}", highlight=False)
             raise typer.Exit(1) from exc
     print_report(result, out)
 

@@ -95,6 +95,8 @@ def close(
         out.print(f"  gaps accepted: {result.accepted_gaps}", highlight=False)
     elif accept_gaps and not result.already:
         console.print("--accept-gaps was not needed: the month had no gaps (no reason stored)", highlight=False)
+    for line in result.coverage_gaps:
+        out.print(f"  coverage gap (listed, not blocking): {line}", highlight=False)
     if result.sealed:
         out.print(
             f"  sealed:    {', '.join(f'{m:%Y-%m}' for m in result.sealed)} (closed before the hash chain)",

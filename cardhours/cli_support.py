@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from config import Config, ConfigError, load_config
 
@@ -25,7 +26,7 @@ def load_or_exit(path: Path) -> Config:
     try:
         return load_config(path)
     except ConfigError as exc:
-        console.print(f"[red]invalid config[/red]\n{exc}", markup=True, highlight=False)
+        console.print(f"[red]invalid config[/red]\n{escape(str(exc))}", markup=True, highlight=False)
         raise typer.Exit(2) from exc
 
 
@@ -44,7 +45,7 @@ def reason_option(value: str | None) -> str | None:
 
 def fail(verdict: str, message: str, code: int = 1) -> typer.Exit:
     """Print ``verdict: message`` to stderr; the caller raises the returned exit."""
-    console.print(f"[red]{verdict}[/red]: {message}", highlight=False)
+    console.print(f"[red]{verdict}[/red]: {escape(message)}", highlight=False)  # [clusters.x] is text
     return typer.Exit(code)
 
 

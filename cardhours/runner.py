@@ -1,6 +1,6 @@
 """Run a month through Dagster: the daily ingest partitions, then the monthly marts and reports.
 
-Incremental: a day that already landed 'ok' for every cluster and source (meta.landings) is not
+Incremental: a day that already landed ('ok' or 'gap') for every cluster and source (meta.landings) is not
 read again unless the caller asks for it (``reingest``: some days, or every day); with
 ``marts_only`` no day is read and the monthly job rebuilds from what has landed. So a rerun of a
 landed month asks Prometheus nothing, and a source that has since lost the data (a Prometheus
@@ -40,8 +40,10 @@ from warehouse.books.landings import expected_sources, landed_days
 from warehouse.landings import month_landings
 from warehouse.lock import hold_warehouse
 
-# Dagster's exception class (a dagster.Failure's text is the message), or our own's module path.
-_FAILURE_PREFIX = re.compile(r"^(?:dagster\.\S+: |(?:[a-z_]+\.)+(?=[A-Z]\w*: ))")
+# The exception class Dagster puts before a message: Dagster's own (a dagster.Failure's text is the
+# message) and the pipelines' (pipelines.landing.SourceFailed names the cluster and source itself);
+# other exceptions keep their class name without its module path.
+_FAILURE_PREFIX = re.compile(r"^(?:(?:dagster|pipelines)\.\S+: |(?:[a-z_]+\.)+(?=[A-Z]\w*: ))")
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
@@ -147,7 +149,7 @@ def run_month(
 
 
 def days_to_ingest(config: Config, days: list[str], reingest: Sequence[str]) -> list[str]:
-    """``days`` minus those landed 'ok' for every cluster and source, plus the ``reingest`` ones."""
+    """``days`` minus those landed ('ok' or 'gap') for every cluster and source, plus the ``reingest`` ones."""
     if ALL_DAYS in reingest:
         return list(days)
     first, end = date.fromisoformat(days[0]), date.fromisoformat(days[-1]) + timedelta(days=1)

@@ -24,6 +24,7 @@ from config.inventory import InventoryConfig
 from config.kubernetes import KubernetesConfig
 from config.urls import url_problem
 from contracts.exporters import DEFAULT_EXPORTER, EXPORTERS
+from contracts.sources import DCGM, KUBE, SACCT
 
 DEFAULT_STEP_SECONDS = 30  # dcgm-exporter's and the simulator's usual sample spacing
 # A shard's day at 30 s: about 0.75 M rows, about 1.5 GiB for the raw step (benchmarks/README.md, "Memory per
@@ -201,6 +202,15 @@ class ClusterConfig(StrictModel):
                 ]
             )
         return self
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The sources this cluster lands a day from (contracts/sources.py), from its sections:
+        ``dcgm`` always, ``sacct`` with ``[clusters.slurm]``, ``kube`` with ``[clusters.kubernetes]``.
+        The one answer to "which sources does a cluster have": the daily assets read exactly
+        these, and the month's gate, the review sensor, ``cardhours run``, ``close`` and the
+        freshness alert expect a landing of each."""
+        return (DCGM, *((SACCT,) if self.slurm is not None else ()), *((KUBE,) if self.kubernetes is not None else ()))
 
     @property
     def sample_step_seconds(self) -> int:

@@ -16,6 +16,7 @@ from config.inventory import InventoryConfig, NodeGroup
 from config.org import AccountMapping, Department, Division, NamespaceMapping, OrgConfig
 from config.policy import FlagsConfig, QuotasConfig, RatesConfig
 from config.schedule import ScheduleConfig
+from contracts.sources import SCHEDULERS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -110,6 +111,20 @@ class Config(StrictModel):
     @property
     def cluster_names(self) -> list[str]:
         return [cluster.name for cluster in self.clusters]
+
+    def clusters_with(self, source: str) -> list[ClusterConfig]:
+        """The clusters that land ``source`` (``ClusterConfig.sources``), in config order."""
+        return [cluster for cluster in self.clusters if source in cluster.sources]
+
+    @property
+    def charged_clusters(self) -> list[str]:
+        """The clusters with a scheduler source (contracts/sources.py ``SCHEDULERS``): the ones
+        the chargeback bills; a metrics-only cluster has utilization marts only."""
+        return [c.name for c in self.clusters if any(source in SCHEDULERS for source in c.sources)]
+
+    def expected_sources(self) -> dict[str, list[str]]:
+        """cluster -> the sources that land a day for it (``ClusterConfig.sources``)."""
+        return {cluster.name: list(cluster.sources) for cluster in self.clusters}
 
     def cluster(self, name: str) -> ClusterConfig:
         """The cluster with this name (``KeyError`` naming the configured ones otherwise)."""

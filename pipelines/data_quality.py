@@ -1,6 +1,7 @@
 """A month's data quality as people read it: quarantined input by cluster, source and reason code,
-the runs billed to an inferred end (runaway jobs), and the cards DCGM reported otherwise than the
-config's inventory declares. Used by the review and the CLI summary."""
+the runs billed to an inferred end (runaway jobs), the coverage gaps (days a source answered with
+nothing: warehouse/books/landings.py), and the cards DCGM reported otherwise than the config's
+inventory declares. Used by the review and the CLI summary."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from transforms.intermediate.int_gpu_inventory_observed import difference_advice
 from transforms.marts.fct_chargeback_focus import month_bounds
 from warehouse import read_frame
 from warehouse.books.inventory import observed_rows
+from warehouse.books.landings import coverage_gaps
+from warehouse.landings import month_landings
 
 SACCT_SOURCES = ("sacct", "stg_slurm__jobs")
 QUARANTINE_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
@@ -74,3 +77,8 @@ def inventory_mismatches(conn: duckdb.DuckDBPyConnection, config: Config, month:
     differences = inventory_differences(config.inventory_frame(), observed_rows(conn, start, end))
     advice = [difference_advice(row) for row in differences.iter_rows(named=True)]
     return differences.with_columns(pl.Series("advice", advice, dtype=pl.String))
+
+
+def month_coverage_gaps(conn: duckdb.DuckDBPyConnection, month: date) -> pl.DataFrame:
+    """The month's coverage gaps, as runs of days per cluster, source and cause (``GAP_SCHEMA``)."""
+    return coverage_gaps(month_landings(conn, month, _next_month(month)))

@@ -4,7 +4,8 @@ Each tick looks at the current UTC month and the ``LOOKBACK_MONTHS`` before it (
 partitions' start), newest first. A month is requested (``monthly_review``, its partition) when
 
 - it has ended (UTC), and
-- every day of it landed 'ok' for every source each configured cluster has: the same
+- every day of it landed ('ok', or a 'gap' the source answered with nothing) for every source each
+  configured cluster has (``ClusterConfig.sources``): the same
   ``landing_gaps`` the monthly job's gate asks (warehouse/books/landings.py), on landings read
   from the lake's files (warehouse/landing_scan.py: no DuckDB file, no warehouse lock, so a
   monthly run holding both never delays a tick), and

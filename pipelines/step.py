@@ -69,6 +69,10 @@ class Step:
     def clusters(self) -> list[ClusterConfig]:
         return list(self.config.clusters)
 
+    def clusters_with(self, source: str) -> list[ClusterConfig]:
+        """The clusters that land ``source`` (``ClusterConfig.sources``), in config order."""
+        return self.config.clusters_with(source)
+
     @property
     def log(self):
         return self.context.log

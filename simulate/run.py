@@ -41,7 +41,7 @@ class SimulationResult:
     n_runs: int  # truth rows
     n_sacct_rows: int
     n_samples: int
-    kube_state_path: Path | None = None  # kube-state-metrics / Kueue / Volcano series (kube=True)
+    kube_state_path: Path | None = None  # kube-state-metrics / Kueue / Volcano series (kube=True): file or folder
     truth_pods_path: Path | None = None
 
     def paths(self) -> dict[str, Path]:
@@ -79,8 +79,13 @@ def simulate(
     cluster: str = "sim",
     progress: Progress | None = None,
     kube: bool = False,
+    kube_state_step: int | None = None,
+    kube_state_daily: bool = False,
 ) -> SimulationResult:
-    """Simulate ``days`` days from ``start`` (UTC) of a ``gpus``-GPU cluster into ``out_dir``."""
+    """Simulate ``days`` days from ``start`` (UTC) of a ``gpus``-GPU cluster into ``out_dir``.
+    ``kube``: add the Kubernetes pool, its kube-state-metrics series scraped every
+    ``kube_state_step`` seconds (default ``step_seconds``), written as one file or, with
+    ``kube_state_daily``, a folder of one file per day (read a day at a time in file mode)."""
     _check(gpus, days, step_seconds, metrics_format)
     report = progress or (lambda stage, done, total: None)
     out_dir = Path(out_dir)
@@ -97,7 +102,7 @@ def simulate(
     report("schedule", 1, 1)
 
     parquet = metrics_format in ("parquet", "both")
-    pool = kube_hook.start(kube, cluster, start, days, step_seconds, seed, org)
+    pool = kube_hook.start(kube, cluster, start, days, step_seconds, seed, org, kube_state_step)
     om = kube_hook.om_writer(out_dir / "metrics.om", pool) if metrics_format in ("om", "both") else None
     truth = TruthAccumulator(allocations)
     n_samples = 0
@@ -136,7 +141,7 @@ def simulate(
         metrics_path="metrics" if parquet else "metrics.om",
         step_seconds=step_seconds,
     )
-    kube_paths = kube_hook.finish(pool, out_dir, config_path)
+    kube_paths = kube_hook.finish(pool, out_dir, config_path, kube_state_daily)
     report("write", 1, 1)
     return SimulationResult(
         out_dir=out_dir,

@@ -20,7 +20,11 @@ import polars as pl
 from warehouse.connection import first_row, read_frame
 from warehouse.lake import LakeTable, partition_file, refresh, write_partition
 
-OK, REJECTED, FAILED = "ok", "rejected", "failed"
+# A day's landing status (docs/marts.md, "Landings and coverage gaps"): 'ok' (rows landed), 'gap'
+# (the source answered with nothing: a coverage gap, ``detail`` its cause, contracts/sources.py
+# GAP_CAUSES), 'rejected' (landed, then a blocking check failed), 'failed' (the source broke).
+OK, GAP, REJECTED, FAILED = "ok", "gap", "rejected", "failed"
+LANDED = (OK, GAP)  # the day is landed: not read again, and the month may build over it
 STARTED, FINISHED = "started", "finished"
 
 LANDINGS = LakeTable("meta.landings", ("source", "cluster", "day"))
@@ -30,13 +34,13 @@ LANDINGS = LakeTable("meta.landings", ("source", "cluster", "day"))
 class Landing:
     cluster: str
     day: date
-    source: str  # "dcgm", "sacct" or "kube" (the raw.quarantine source names)
+    source: str  # contracts/sources.py: "dcgm", "sacct" or "kube" (the raw.quarantine source names)
     landed_at: datetime
     status: str = OK
     rows: int | None = None
     quarantined: int | None = None
     screened: int | None = None
-    detail: str | None = None
+    detail: str | None = None  # a failure's error, a rejection's check, a gap's cause
 
 
 LANDING_SCHEMA = {
@@ -89,6 +93,18 @@ def read_landing(conn: duckdb.DuckDBPyConnection, lake: Path, cluster: str, day:
     )
 
 
+def landed_rows_before(conn: duckdb.DuckDBPyConnection, lake: Path, cluster: str, source: str, day: date) -> bool:
+    """Whether a day before ``day`` landed rows of the cluster's source (as the lake holds it now).
+    Newest day first: when the source had data, the day before usually answers at once."""
+    here = partition_file(lake, LANDINGS, {"source": source, "cluster": cluster, "day": day}).parent
+    earlier = sorted((path for path in here.parent.glob("day=*") if path.name < here.name), reverse=True)
+    for path in earlier:
+        landing = read_landing(conn, lake, cluster, date.fromisoformat(path.name.removeprefix("day=")), source)
+        if landing is not None and landing.status != FAILED and landing.rows:
+            return True
+    return False
+
+
 def mark_rejected(
     conn: duckdb.DuckDBPyConnection, lake: Path, day: date, source: str, clusters: list[str], detail: str
 ) -> None:
@@ -107,11 +123,13 @@ def month_landings(conn: duckdb.DuckDBPyConnection, first: date, end: date) -> p
 
 
 def newest_landings(conn: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Per cluster and source: the newest ``landed_at`` of an 'ok' landing (any day)."""
+    """Per cluster and source: the newest ``landed_at`` of a landed day ('ok' or a 'gap': the
+    source answered), any day."""
     return read_frame(
         conn,
-        "SELECT cluster, source, max(landed_at) AS landed_at FROM meta.landings WHERE status = ? GROUP BY ALL",
-        [OK],
+        "SELECT cluster, source, max(landed_at) AS landed_at FROM meta.landings WHERE list_contains(?, status) "
+        "GROUP BY ALL",
+        [list(LANDED)],
     )
 
 

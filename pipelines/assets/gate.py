@@ -1,7 +1,7 @@
 """The monthly job's first step: refuse to build a month over failed or missing days.
 
 ``meta/month_landed`` (monthly) reads meta.landings and fails, naming the clusters, sources and
-days, unless every day of the month landed 'ok' for every configured cluster
+days, unless every day of the month landed ('ok', or a coverage 'gap') for every configured cluster
 (warehouse/books/landings.py), or the run was given a reason to build over the gaps (run config
 ``accept_gaps``; ``cardhours run --accept-gaps``). When it passes it records the build's start
 and the newest landing it builds on in meta.monthly_builds; the chargeback export marks the

@@ -17,21 +17,21 @@ import polars as pl
 from dagster import AssetCheckResult, MaterializeResult, MetadataValue
 
 from contracts.schemas import QUARANTINE_SCHEMA
+from contracts.sources import DCGM as DCGM_SOURCE
+from contracts.sources import SACCT as SACCT_SOURCE
 from pipelines.checks.quarantine import CHECK_NAME as QUARANTINE_CHECK
 from pipelines.checks.quarantine import ClusterQuarantine, quarantine_share_check, values_by_reason
 from pipelines.checks.raw import check_raw_table
 from pipelines.checks.suites import node_gpu_capacity
-from pipelines.landing import DETAIL_CHARS, failure_recorded, landed
+from pipelines.landing import DETAIL_CHARS, Gap, empty_day, failure_recorded, gap_metadata, landed, record_gap
 from pipelines.sacct_lookback import SacctRead, lookback, read_day
 from pipelines.shrink_guard import guard, guard_rows
 from pipelines.step import Step
 from pipelines.table_asset import Check, table_asset
 from pipelines.tables import RAW_DCGM_SAMPLES, RAW_QUARANTINE, RAW_SLURM_SACCT
-from transforms.helpers.dcgm_quality import SOURCE as DCGM_SOURCE
 from transforms.helpers.dcgm_quality import screen_samples
 from transforms.helpers.dcgm_screen_totals import ScreenTotals
 from transforms.helpers.slurm_rows import rejects_by_code, row_rejects
-from warehouse.books.landings import SACCT as SACCT_SOURCE
 from warehouse.landings import OK, REJECTED, Landing, mark_rejected
 
 SAMPLES_CHECK = "gx_raw_dcgm_samples"
@@ -57,6 +57,10 @@ def _reject_if_failed(step: Step, check: AssetCheckResult, day: date, source: st
     mark_rejected(step.store.conn, step.store.lake, day, source, clusters, detail)
 
 
+def _quarantine_partition(step: Step, cluster, source: str) -> dict[str, str]:
+    return {"cluster": cluster.name, "source": source, "partition_key": step.day.isoformat()}
+
+
 def screening_metadata(totals: ScreenTotals) -> dict:
     """One cluster's screening counts, its quarantine share and the fields it delivered."""
     return {**totals.counts, "quarantine_share": round(totals.share, 8), "fields_present": totals.fields_present}
@@ -77,12 +81,16 @@ def _screen_shards(step: Step, cluster, source) -> tuple[int, ScreenTotals]:
     return out.rows, totals
 
 
-def _land_samples(step: Step, cluster) -> tuple[int, ScreenTotals, ClusterQuarantine, dict | None]:
-    """One cluster's day of DCGM samples: read, screen, quarantine, land (with the landing)."""
+def _land_samples(step: Step, cluster) -> tuple[int, ScreenTotals, ClusterQuarantine, dict | None] | Gap:
+    """One cluster's day of DCGM samples: read, screen, quarantine, land (with the landing); a
+    ``Gap`` when the source answered with no sample."""
     source = step.cardhours.metrics_source(cluster.name)
     rows, totals = _screen_shards(step, cluster, source)
     report = getattr(source, "last_report", None)  # an HTTP read: what it did
     quarantine = totals.quarantine
+    if not totals.counts.get("total_rows"):
+        step.write(quarantine, table=RAW_QUARANTINE, partition=_quarantine_partition(step, cluster, DCGM_SOURCE))
+        return empty_day(step.store, cluster.name, step.day, DCGM_SOURCE)
     outcome = ClusterQuarantine(
         cluster.name,
         step.day.isoformat(),
@@ -90,11 +98,7 @@ def _land_samples(step: Step, cluster) -> tuple[int, ScreenTotals, ClusterQuaran
         cluster.metrics.max_quarantine_share,
         values_by_reason(quarantine),
     )
-    step.write(
-        quarantine,
-        table=RAW_QUARANTINE,
-        partition={"cluster": cluster.name, "source": DCGM_SOURCE, "partition_key": step.day.isoformat()},
-    )
+    step.write(quarantine, table=RAW_QUARANTINE, partition=_quarantine_partition(step, cluster, DCGM_SOURCE))
     step.store.land(_share_landing(outcome, step.day, DCGM_SOURCE, rows))
     return rows, totals, outcome, report.summary() if report is not None else None
 
@@ -117,22 +121,28 @@ def raw_dcgm_samples(step: Step) -> MaterializeResult:
     screening: dict[str, dict] = {}
     reads: dict[str, dict] = {}
     outcomes: list[ClusterQuarantine] = []
-    for cluster in step.clusters:
+    gaps: list[Gap] = []
+    for cluster in step.clusters_with(DCGM_SOURCE):
         with failure_recorded(step.store, cluster.name, day, DCGM_SOURCE):
-            rows[cluster.name], totals, outcome, read = _land_samples(step, cluster)
+            landing = _land_samples(step, cluster)
+        if isinstance(landing, Gap):
+            gaps.append(record_gap(step.store, step.log, landing))
+            continue
+        rows[cluster.name], totals, outcome, read = landing
         if read is not None:
             reads[cluster.name] = read
         screening[cluster.name] = screening_metadata(totals)
         outcomes.append(outcome)
         quarantined = totals.counts["quarantined_values"]
         step.log.info(f"{cluster.name}: {rows[cluster.name]} samples for {day}, {quarantined} values quarantined")
-    gx = check_raw_table(step.store, RAW_DCGM_SAMPLES.name, step.key.path, SAMPLES_CHECK, day)
+    gx = check_raw_table(step.store, RAW_DCGM_SAMPLES.name, step.key.path, SAMPLES_CHECK, day, list(rows))
     _reject_if_failed(step, gx, day, DCGM_SOURCE, list(rows))
     share = quarantine_share_check(outcomes, step.key)
     return MaterializeResult(
         metadata={
             "rows": sum(rows.values()),
             "rows_by_cluster": rows,
+            **gap_metadata(gaps),
             "quarantined_values": sum(item["quarantined_values"] for item in screening.values()),
             "screening_by_cluster": MetadataValue.json(screening),
             **({"read_by_cluster": MetadataValue.json(reads)} if reads else {}),
@@ -145,9 +155,17 @@ def raw_dcgm_samples(step: Step) -> MaterializeResult:
 
 def _land_sacct(
     step: Step, cluster, weights: dict, capacity, day: date, read: SacctRead
-) -> tuple[int, int, ClusterQuarantine]:
-    """One cluster's day of sacct rows, as read: judge, quarantine, land (with the landing)."""
+) -> tuple[int, int, ClusterQuarantine] | Gap:
+    """One cluster's day of sacct rows, as read: judge, quarantine, land (with the landing); a
+    ``Gap`` when sacct answered with no job of the day and no line it could not read (refused,
+    like any shrink, when the day had landed jobs)."""
     raw, rejects = read
+    rejected_at = {"cluster": cluster.name, "source": SACCT_SOURCE, "partition_key": day.isoformat()}
+    if raw.is_empty() and rejects.is_empty():
+        guard_rows(step, RAW_SLURM_SACCT, cluster.name, raw, day)
+        step.write(rejects, table=RAW_QUARANTINE, partition=rejected_at)
+        step.write(raw, table=RAW_SLURM_SACCT, partition={"cluster": cluster.name, "day": day})
+        return empty_day(step.store, cluster.name, day, SACCT_SOURCE)
     outcome = sacct_day_outcome(
         cluster.name, day, raw, rejects, cluster.slurm.max_quarantine_share, row_rejects(raw, weights, capacity)
     )
@@ -155,7 +173,7 @@ def _land_sacct(
     quarantined = step.write(
         rejects.select(list(QUARANTINE_SCHEMA)),
         table=RAW_QUARANTINE,
-        partition={"cluster": cluster.name, "source": SACCT_SOURCE, "partition_key": day.isoformat()},
+        partition=rejected_at,
     )
     landing = _share_landing(outcome, day, SACCT_SOURCE, raw.height)
     partition = {"cluster": cluster.name, "day": day}
@@ -165,10 +183,13 @@ def _land_sacct(
 def _reland_sacct(step: Step, cluster, weights: dict, capacity, day: date, read: SacctRead) -> int:
     """An earlier day whose records changed (the lookback), landed and checked again; rows landed."""
     with failure_recorded(step.store, cluster.name, day, SACCT_SOURCE):
-        rows = _land_sacct(step, cluster, weights, capacity, day, read)[0]
-    check = check_raw_table(step.store, RAW_SLURM_SACCT.name, step.key.path, SACCT_CHECK, day)
+        landing = _land_sacct(step, cluster, weights, capacity, day, read)
+    if isinstance(landing, Gap):
+        record_gap(step.store, step.log, landing)
+        return 0
+    check = check_raw_table(step.store, RAW_SLURM_SACCT.name, step.key.path, SACCT_CHECK, day, [cluster.name])
     _reject_if_failed(step, check, day, SACCT_SOURCE, [cluster.name])
-    return rows
+    return landing[0]
 
 
 @table_asset(
@@ -189,30 +210,31 @@ def raw_slurm_sacct(step: Step) -> MaterializeResult:
     outcomes: list[ClusterQuarantine] = []
     weights = dict(step.config.rates.mig_profile_weights)
     capacity = node_gpu_capacity(step.config.inventory_frame())
-    for cluster in step.clusters:
-        if cluster.slurm is None:
-            continue
+    gaps: list[Gap] = []
+    for cluster in step.clusters_with(SACCT_SOURCE):
         with failure_recorded(step.store, cluster.name, day, SACCT_SOURCE):
             read = read_day(step.cardhours, cluster.name, day)
-            rows[cluster.name], quarantined[cluster.name], outcome = _land_sacct(
-                step, cluster, weights, capacity, day, read
-            )
-            outcomes.append(outcome)
+            landing = _land_sacct(step, cluster, weights, capacity, day, read)
+        if isinstance(landing, Gap):
+            gaps.append(record_gap(step.store, step.log, landing))
+            continue
+        rows[cluster.name], quarantined[cluster.name], outcome = landing
+        outcomes.append(outcome)
         bad = outcome.counts["quarantined_values"]
         if bad:
             step.log.warning(f"{cluster.name}: {bad} sacct rows quarantined (by reason: {dict(outcome.reasons)})")
-    check = check_raw_table(step.store, RAW_SLURM_SACCT.name, step.key.path, SACCT_CHECK, day)
+    check = check_raw_table(step.store, RAW_SLURM_SACCT.name, step.key.path, SACCT_CHECK, day, list(rows))
     share = quarantine_share_check(outcomes, step.key, SACCT_SHARE_CHECK)
     _reject_if_failed(step, check, day, SACCT_SOURCE, list(rows))
     earlier = {  # late accounting: the lookback's days read again, after the day's own checks
         c.name: lookback(step, c, partial(_reland_sacct, step, c, weights, capacity))
-        for c in step.clusters
-        if c.name in rows
+        for c in step.clusters_with(SACCT_SOURCE)
     }
     return MaterializeResult(
         metadata={
             "rows": sum(rows.values()),
             "rows_by_cluster": rows,
+            **gap_metadata(gaps),
             "quarantined_lines": sum(quarantined.values()),
             "quarantined_rows_by_reason": MetadataValue.json({o.cluster: dict(o.reasons) for o in outcomes}),
             "lookback_by_cluster": MetadataValue.json(earlier),

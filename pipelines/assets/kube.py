@@ -1,6 +1,6 @@
 """Kubernetes GPU pods: the daily landing of kube-state-metrics / Kueue / Volcano series,
-and the monthly staged pods and jobs (docs/kubernetes.md). Clusters without a
-``[clusters.kubernetes]`` section are skipped."""
+and the monthly staged pods and jobs (docs/kubernetes.md), for the clusters with a
+``[clusters.kubernetes]`` section (``ClusterConfig.sources``)."""
 
 from datetime import datetime, timedelta
 
@@ -18,7 +18,7 @@ from pipelines.checks.kube_suites import (
     staged_pods_suite,
 )
 from pipelines.checks.suites import node_gpu_capacity
-from pipelines.landing import failure_recorded, landed
+from pipelines.landing import Gap, empty_day, failure_recorded, gap_metadata, landed, record_gap
 from pipelines.shrink_guard import guard_rows
 from pipelines.step import Step
 from pipelines.table_asset import Built, Check, table_asset
@@ -47,8 +47,9 @@ def kube_step_seconds(cluster: ClusterConfig) -> int:
     return cluster.kubernetes.step_seconds or cluster.sample_step_seconds
 
 
-def _land_cluster(step: Step, cluster: ClusterConfig) -> tuple[int, int, int]:
-    """One cluster's day: queue samples, quarantined series, then the series with the landing."""
+def _land_cluster(step: Step, cluster: ClusterConfig) -> tuple[int, int, int] | Gap:
+    """One cluster's day: queue samples, quarantined series, then the series with the landing;
+    a ``Gap`` when the source answered with no series at all."""
     reader = KubeReader(cluster)
     try:
         landing = land(reader.read(step.start, step.end), cluster.kubernetes, cluster.name, step.day)
@@ -62,6 +63,9 @@ def _land_cluster(step: Step, cluster: ClusterConfig) -> tuple[int, int, int]:
         partition={"cluster": cluster.name, "source": SOURCE, "partition_key": step.day.isoformat()},
     )
     series, bad = landing.series.height, landing.quarantine.height
+    if series + bad + queue_rows == 0:
+        step.write(landing.series, cluster=cluster.name)
+        return empty_day(step.store, cluster.name, step.day, SOURCE)
     rows = step.write(
         landing.series, cluster=cluster.name, also=[landed(cluster.name, step.day, SOURCE, series, bad, series + bad)]
     )
@@ -77,11 +81,14 @@ def raw_kube_series(step: Step) -> MaterializeResult:
     rows: dict[str, int] = {}
     queue_rows: dict[str, int] = {}
     quarantined: dict[str, int] = {}
-    for cluster in step.clusters:
-        if cluster.kubernetes is None:
-            continue
+    gaps: list[Gap] = []
+    for cluster in step.clusters_with(SOURCE):
         with failure_recorded(step.store, cluster.name, step.day, SOURCE):
-            rows[cluster.name], queue_rows[cluster.name], quarantined[cluster.name] = _land_cluster(step, cluster)
+            landing = _land_cluster(step, cluster)
+        if isinstance(landing, Gap):
+            gaps.append(record_gap(step.store, step.log, landing))
+            continue
+        rows[cluster.name], queue_rows[cluster.name], quarantined[cluster.name] = landing
         if quarantined[cluster.name]:
             step.log.warning(f"{cluster.name}: {quarantined[cluster.name]} pod series quarantined")
     return MaterializeResult(
@@ -90,6 +97,7 @@ def raw_kube_series(step: Step) -> MaterializeResult:
             "rows_by_cluster": rows,
             "queue_samples": sum(queue_rows.values()),
             "quarantined_series": sum(quarantined.values()),
+            **gap_metadata(gaps),
             "window_start": str(step.start),
             "window_end": str(step.end),
         }
@@ -102,10 +110,8 @@ def _month_pods(step: Step) -> tuple[pl.DataFrame, pl.DataFrame]:
     weights = dict(step.config.rates.mig_profile_weights)
     namespaces = step.config.namespaces_frame()
     capacity = node_gpus(step.config.inventory_frame())
-    for cluster in step.clusters:
+    for cluster in step.clusters_with(SOURCE):
         kube = cluster.kubernetes
-        if kube is None:
-            continue
         raw = step.read(RAW_KUBE_SERIES, cluster=cluster.name)
         if raw.is_empty():
             continue

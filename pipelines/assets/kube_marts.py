@@ -2,6 +2,7 @@
 
 import polars as pl
 
+from contracts.sources import KUBE
 from pipelines.step import Step
 from pipelines.table_asset import Built, table_asset
 from pipelines.tables import (
@@ -67,7 +68,7 @@ def _queues(step: Step, cluster) -> tuple[pl.DataFrame, int]:
     "workloads, pending workloads, GPU usage vs nominal quota and borrowing, Volcano scheduling duration.",
 )
 def mart_kube_queue_monthly_asset(step: Step) -> Built:
-    queued = [c for c in step.clusters if c.kubernetes and (c.kubernetes.kueue.enabled or c.kubernetes.volcano.enabled)]
+    queued = [c for c in step.clusters_with(KUBE) if c.kubernetes.kueue.enabled or c.kubernetes.volcano.enabled]
     built = [_queues(step, cluster) for cluster in queued]
     frame = pl.concat([frame for frame, _ in built]) if built else pl.DataFrame(schema=QUEUE_SCHEMA)
     unnamed = sum(count for _, count in built)

@@ -3,6 +3,7 @@
 import polars as pl
 from dagster import MetadataValue
 
+from contracts.sources import KUBE
 from pipelines.assets.intermediate import read_attributed
 from pipelines.checks.marts import (
     CAPACITY_BALANCE,
@@ -45,7 +46,7 @@ def divisions_frame(config) -> pl.DataFrame:
 
 def kube_frames(step: Step, cluster) -> dict:
     """fct_job_usage's Kubernetes arguments for a cluster with a ``[clusters.kubernetes]`` section."""
-    if cluster.kubernetes is None:
+    if KUBE not in cluster.sources:
         return {}
     return {
         "kube_jobs": step.read(STG_KUBE__JOBS, cluster=cluster.name, with_period=False, order_by="job_id"),
@@ -122,7 +123,7 @@ def fct_gpu_hourly_asset(step: Step) -> Built:
         attributed = read_attributed(step.store, step.month, cluster.name)
         cluster_inventory = inventory.filter(pl.col("cluster") == cluster.name)
         pods = None
-        if cluster.kubernetes:
+        if KUBE in cluster.sources:
             pods = step.read(STG_KUBE__PODS, cluster=cluster.name, with_period=False, order_by=POD_ORDER)
         _warn_unknown_hosts(step, cluster, jobs, pods, cluster_inventory.get_column("hostname").unique())
         return fct_gpu_hourly(
@@ -162,17 +163,37 @@ def mart_department_monthly_asset(step: Step) -> Built:
     return Built(departments, checks=checks)
 
 
+_DEVICE_ACTIVITY_SQL = """
+SELECT a.cluster, a.best_sum, a.best_n, h.n_samples, h.expected_samples
+FROM (SELECT cluster, sum(best_sum) AS best_sum, sum(best_n) AS best_n FROM intermediate.int_gpu_minutes_attributed
+      WHERE month = ? AND list_contains(?, cluster) GROUP BY cluster) a
+JOIN (SELECT cluster, sum(n_samples) AS n_samples, sum(expected_samples) AS expected_samples FROM marts.fct_gpu_hourly
+      WHERE month = ? AND list_contains(?, cluster) GROUP BY cluster) h USING (cluster)
+"""
+
+
+def device_activity(step: Step) -> pl.DataFrame | None:
+    """The samples of the clusters without a scheduler (metrics only): best-signal sums and
+    sample counts, for their utilization and coverage (``mart_cluster_monthly``)."""
+    charged = set(step.config.charged_clusters)
+    names = [cluster.name for cluster in step.clusters if cluster.name not in charged]
+    if not names:
+        return None
+    return step.sql(_DEVICE_ACTIVITY_SQL, [step.month, names, step.month, names])
+
+
 @table_asset(
     MART_CLUSTER_MONTHLY,
-    reads=[FCT_JOB_USAGE, INT_GPU_INVENTORY_OBSERVED],
+    reads=[FCT_JOB_USAGE, INT_GPU_INVENTORY_OBSERVED, INT_GPU_MINUTES_ATTRIBUTED, FCT_GPU_HOURLY],
     kinds=["polars"],
-    description="Per cluster: capacity, allocated, active and idle GPU-hours, coverage, queue time.",
+    description="Per cluster: capacity, allocated, active and idle GPU-hours, coverage, queue time; a "
+    "metrics-only cluster's utilization and coverage from its GPUs' samples.",
 )
 def mart_cluster_monthly_asset(step: Step) -> Built:
     capacity = capacity_gpu_hours(
         capacity_inventory(step.store.conn, step.config, step.start, step.end), step.start, step.end
     )
-    clusters = mart_cluster_monthly(step.read(FCT_JOB_USAGE), capacity, step.month)
+    clusters = mart_cluster_monthly(step.read(FCT_JOB_USAGE), capacity, step.month, device_activity(step))
     headline = clusters.row(0, named=True) if clusters.height == 1 else {}
     return Built(
         clusters,

@@ -9,7 +9,7 @@ from dagster import MaterializeResult, MetadataValue
 
 from config import Config
 from config.rates import price_frame
-from pipelines.data_quality import inventory_mismatches, quarantine_summary, runaway_runs
+from pipelines.data_quality import inventory_mismatches, month_coverage_gaps, quarantine_summary, runaway_runs
 from pipelines.step import Step
 from pipelines.table_asset import table_asset
 from pipelines.tables import (
@@ -119,7 +119,9 @@ def review_html(step: Step) -> MaterializeResult:
     frames = read_review_frames(step.store.conn, month)
     conn = step.store.conn
     mismatches = inventory_mismatches(conn, config, month)
-    quality = data_quality_section(quarantine_summary(conn, month), runaway_runs(conn, month), mismatches)
+    quality = data_quality_section(
+        quarantine_summary(conn, month), runaway_runs(conn, month), month_coverage_gaps(conn, month), mismatches
+    )
     step.close()
     reconciliation, focus, queues = frames.pop("reconciliation"), frames.pop("focus"), frames.pop("kube_queues")
     closed = frames.pop("closed")

@@ -1,6 +1,7 @@
-"""The review's "Data quality" section: what was quarantined (by cluster, source and reason, with
-an example), the runaway jobs billed to an inferred end, each with its evidence, and the cards
-whose observed GPU/MIG layout differed from the config's inventory (capacity took the observed)."""
+"""The review's "Data quality" section: the coverage gaps (days a source answered with nothing, with
+their cause), what was quarantined (by cluster, source and reason, with an example), the runaway
+jobs billed to an inferred end, each with its evidence, and the cards whose observed GPU/MIG
+layout differed from the config's inventory (capacity took the observed)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from functools import partial
 
 import polars as pl
 
+from contracts.sources import GAP_CAUSES
 from reports.html import Column, Section, fmt_float, fmt_int, table
 
 fmt_two = partial(fmt_float, decimals=2)
@@ -23,6 +25,14 @@ QUARANTINE_COLUMNS = [
     Column("reason", "reason", wrap=True),
     Column("rows", "rows", fmt_int, True),
     Column("example", "example (where: what)", wrap=True),
+]
+GAP_COLUMNS = [
+    Column("cluster", "cluster"),
+    Column("source", "source"),
+    Column("first_day", "from"),
+    Column("last_day", "to"),
+    Column("days", "days", fmt_int, True),
+    Column("why", "cause", wrap=True),
 ]
 RUNAWAY_COLUMNS = [
     Column("cluster", "cluster"),
@@ -48,12 +58,16 @@ INVENTORY_COLUMNS = [
 
 
 def data_quality_section(
-    quarantine: pl.DataFrame, runaways: pl.DataFrame, inventory: pl.DataFrame | None = None
+    quarantine: pl.DataFrame, runaways: pl.DataFrame, gaps: pl.DataFrame, inventory: pl.DataFrame | None = None
 ) -> Section:
-    """Always shown: a month with nothing quarantined says so. ``inventory``: the data_quality
-    ``inventory_mismatches`` rows (none: nothing to show)."""
+    """Always shown: a month with nothing quarantined says so. ``gaps``: the coverage gaps
+    (cluster, source, first_day, last_day, days, cause: a contracts/sources.py GAP_CAUSES code);
+    ``inventory``: the data_quality ``inventory_mismatches`` rows (none: nothing to show)."""
     total = int(quarantine["rows"].sum()) if quarantine.height else 0
-    values = {"quarantined": f"{total:,}" if total else None, "runaways": None, "mismatches": None}
+    values = {"quarantined": f"{total:,}" if total else None, "runaways": None, "gap_days": None, "mismatches": None}
+    if gaps.height:
+        shown = gaps.with_columns(why=pl.col("cause").replace_strict(GAP_CAUSES, default=pl.col("cause")))
+        values |= {"gap_days": int(gaps["days"].sum()), "gap_table": table(shown, GAP_COLUMNS)}
     if inventory is not None and inventory.height:
         values |= {"mismatches": inventory.height, "inventory_table": table(inventory, INVENTORY_COLUMNS)}
     if quarantine.height:

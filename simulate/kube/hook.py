@@ -15,13 +15,20 @@ from simulate.kube.pool import kube_nodes
 from simulate.kube.run import KubeSimulation
 from simulate.om_writer import OpenMetricsWriter
 
-STATE_FILE, TRUTH_FILE = "kube_state.om", "truth_pods.parquet"
+STATE_FILE, STATE_FOLDER, TRUTH_FILE = "kube_state.om", "kube_state", "truth_pods.parquet"
 
 
 def start(
-    enabled: bool, cluster: str, first: date, days: int, step_seconds: int, seed: int, org: Org
+    enabled: bool,
+    cluster: str,
+    first: date,
+    days: int,
+    step_seconds: int,
+    seed: int,
+    org: Org,
+    state_step: int | None = None,
 ) -> KubeSimulation | None:
-    return KubeSimulation(cluster, first, days, step_seconds, seed, org) if enabled else None
+    return KubeSimulation(cluster, first, days, step_seconds, seed, org, state_step) if enabled else None
 
 
 def om_writer(path: Path, pool: KubeSimulation | None) -> OpenMetricsWriter:
@@ -44,12 +51,14 @@ def layout(pool: KubeSimulation | None, slurm: Cluster) -> Cluster:
     return slurm if pool is None else Cluster(slurm.name, slurm.nodes + kube_nodes(len(slurm.nodes)))
 
 
-def finish(pool: KubeSimulation | None, out_dir: Path, config_path: Path) -> dict[str, Path]:
-    """Write the pool's files and its config section; the SimulationResult fields set."""
+def finish(pool: KubeSimulation | None, out_dir: Path, config_path: Path, daily: bool = False) -> dict[str, Path]:
+    """Write the pool's files and its config section; the SimulationResult fields set.
+    ``daily``: the series as a folder of one OpenMetrics file per day (``kube_state/``)."""
     if pool is None:
         return {}
-    state, truth = Path(out_dir) / STATE_FILE, Path(out_dir) / TRUTH_FILE
-    pool.write(state, truth)
+    name = STATE_FOLDER if daily else STATE_FILE
+    state, truth = Path(out_dir) / name, Path(out_dir) / TRUTH_FILE
+    pool.write(state, truth, daily)
     with Path(config_path).open("a", encoding="utf-8") as out:
-        out.write("\n" + "\n".join(pool.config_lines()))
+        out.write("\n" + "\n".join(pool.config_lines(name)))
     return {"kube_state_path": state, "truth_pods_path": truth}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -74,4 +75,34 @@ def write_openmetrics(
                 written += lines.height
         out.write(b"# EOF\n")
     partial.replace(path)
+    return written
+
+
+DAY = 86_400
+
+
+def clipped(series: Iterable[Series], lo: int, hi: int) -> list[Series]:
+    """The series' segments cut to ``[lo, hi)`` (seconds from the window start); series left
+    with none are dropped. The sampling grid stays the window's, so the days' files together
+    hold exactly the samples of one file of the whole window."""
+    out = []
+    for one in series:
+        segments = [(max(a, lo), min(b, hi), v) for a, b, v in one.segments if min(b, hi) > max(a, lo)]
+        if segments:
+            out.append(Series(one.metric, one.labels, segments))
+    return out
+
+
+def write_daily(
+    folder: Path, families: dict[str, tuple[str, str]], series: list[Series], origin: int, step: int, first: date
+) -> int:
+    """``write_openmetrics`` one file per UTC day of the window, ``folder/day=YYYY-MM-DD.om``
+    (a file reader then reads one day's file, not the whole window's); samples written."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    last = max((b for one in series for _, b, _ in one.segments), default=0)
+    written = 0
+    for index in range(-(-last // DAY)):
+        day = first + timedelta(days=index)
+        part = clipped(series, index * DAY, (index + 1) * DAY)
+        written += write_openmetrics(Path(folder) / f"day={day.isoformat()}.om", families, part, origin, step)
     return written

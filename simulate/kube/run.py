@@ -24,7 +24,7 @@ import polars as pl
 
 from simulate.jobs import Org
 from simulate.kube import dcgm, interactive, ksm, queues, services, training
-from simulate.kube.om_text import write_openmetrics
+from simulate.kube.om_text import write_daily, write_openmetrics
 from simulate.kube.pods import Pod
 from simulate.kube.pool import SlotPool, kube_inventory
 from simulate.kube.truth import marker, pod_allocations, truth_pods
@@ -36,8 +36,21 @@ QUOTA_GPUS = 16  # the ClusterQueue's nominal quota: the two training nodes
 
 
 class KubeSimulation:
-    def __init__(self, cluster: str, start: date, days: int, step_seconds: int, seed: int, org: Org) -> None:
+    def __init__(
+        self,
+        cluster: str,
+        start: date,
+        days: int,
+        step_seconds: int,
+        seed: int,
+        org: Org,
+        state_step_seconds: int | None = None,
+    ) -> None:
+        """``step_seconds``: the pool's DCGM sample step; ``state_step_seconds``: the scrape
+        interval of kube-state-metrics, Kueue and Volcano (default: the same)."""
         self.cluster, self.step, self.seed = cluster, step_seconds, seed
+        self.state_step = state_step_seconds or step_seconds
+        self.start = start
         self.origin = datetime(start.year, start.month, start.day)
         self.window = days * DAY
         keys = [key for key, _, _ in org.departments]
@@ -124,25 +137,30 @@ class KubeSimulation:
         raw, om = dcgm.label_samples(samples, self.markers)
         return pl.concat([slurm, raw]), pl.concat([dcgm.with_om_columns(slurm), om])
 
-    def write(self, state_path, truth_path) -> tuple[int, int]:
-        """Write kube_state.om and truth_pods.parquet; returns (samples written, pods)."""
+    def write(self, state_path, truth_path, daily: bool = False) -> tuple[int, int]:
+        """Write kube_state.om (``daily``: a folder of one file per day) and truth_pods.parquet;
+        returns (samples written, pods)."""
         origin = int((self.origin - datetime(1970, 1, 1)).total_seconds())
         series = ksm.namespace_series(self.namespace_labels, self.window)
         series += [s for pod in self.pods for s in ksm.pod_series(pod, self.window, origin)]
         series += queues.kueue_series(self.jobs, QUOTA_GPUS, self.window) + queues.volcano_series(
             self.jobs, self.window
         )
-        written = write_openmetrics(state_path, {**ksm.FAMILIES, **queues.FAMILIES}, series, origin, self.step)
-        truth = truth_pods(self.pods, self.cluster, self.origin, self.window, self.step)
+        families = {**ksm.FAMILIES, **queues.FAMILIES}
+        if daily:
+            written = write_daily(state_path, families, series, origin, self.state_step, self.start)
+        else:
+            written = write_openmetrics(state_path, families, series, origin, self.state_step)
+        truth = truth_pods(self.pods, self.cluster, self.origin, self.window, self.state_step)
         truth.write_parquet(truth_path)
         return written, truth.height
 
-    def config_lines(self) -> list[str]:
+    def config_lines(self, state_file: str) -> list[str]:
         """The ``[clusters.kubernetes]`` table and namespace mapping for cardhours.toml (appended at the end)."""
         return [
             "[clusters.kubernetes]",
-            'path = "kube_state.om"',
-            f"step_seconds = {self.step}",
+            f'path = "{state_file}"',
+            f"step_seconds = {self.state_step}",
             "",
             "[clusters.kubernetes.kueue]",
             "enabled = true",

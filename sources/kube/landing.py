@@ -28,9 +28,10 @@ import polars as pl
 
 from config.kubernetes import KubernetesConfig
 from contracts.schemas import QUARANTINE_SCHEMA
+from contracts.sources import KUBE
 from sources.prometheus import LongSamples
 
-SOURCE = "kube"
+SOURCE = KUBE  # the raw.quarantine / meta.landings source name
 RAW_KUBE_SERIES_SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
     "day": pl.Date(),

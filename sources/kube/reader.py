@@ -20,8 +20,8 @@ import numpy as np
 import polars as pl
 
 from config.cluster import ClusterConfig
+from sources.kube.state_files import read_state
 from sources.metrics import MetricsSourceError
-from sources.openmetrics import read_openmetrics
 from sources.prometheus import SAMPLES_SCHEMA, LongSamples
 from sources.prometheus.census import list_series
 from sources.prometheus.client import PrometheusClient, PrometheusQueryError
@@ -67,7 +67,7 @@ class KubeReader:
 
     def read(self, start: datetime, end: datetime) -> LongSamples:
         if self.kube.path is not None:
-            return keep_metrics(read_openmetrics(self.kube.path, start, end), self.metrics)
+            return keep_metrics(read_state(self.kube.path, start, end), self.metrics)
         matrices = [m for metric in self.metrics for m in self._read_metric(metric, to_ms(start), to_ms(end))]
         return to_long(matrices)
 

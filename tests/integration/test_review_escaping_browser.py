@@ -19,6 +19,7 @@ from reports.sections.kube_queues import kube_queues_section
 from tests.support.browser import load_page
 from transforms.marts.fct_job_flags import SCHEMA as FLAG_SCHEMA
 from transforms.marts.mart_kube_queue_monthly import SCHEMA as QUEUE_SCHEMA
+from warehouse.books.landings import GAP_SCHEMA
 
 pytestmark = [pytest.mark.integration]
 
@@ -151,11 +152,13 @@ def _extra_sections() -> list:
             "head_hash": ["a" * 64],
         }
     )
+    gap = {"cluster": EVIL, "source": "dcgm", "first_day": date(2026, 10, 1), "last_day": date(2026, 10, 2)}
+    gaps = pl.DataFrame([gap | {"days": 2, "cause": EVIL}], schema=GAP_SCHEMA)
     queue_row = {c: None for c in QUEUE_SCHEMA} | {"cluster": "c1", "month": MONTH, "queue": EVIL}
     return [
         chargeback_section(pl.DataFrame(), pl.DataFrame(), "2026-10", "EUR", closed),
         kube_queues_section(pl.DataFrame([queue_row], schema=QUEUE_SCHEMA)),
-        data_quality_section(quarantine, runaways),
+        data_quality_section(quarantine, runaways, gaps),
     ]
 
 

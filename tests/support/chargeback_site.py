@@ -37,6 +37,9 @@ name = "c1"
 source = "file"
 path = "metrics"
 
+[clusters.slurm]  # a cluster with a scheduler is charged (the tests write its jobs' usage directly)
+sacct_file = "sacct.txt"
+
 [[clusters.inventory.node_groups]]
 hosts = "n1"
 gpu_model = "H100"
@@ -79,7 +82,7 @@ gpu_model = "H100"
 gpu_hour = 2.8
 effective = 2026-08-20T06:30:15Z
 """
-SOURCES = {"c1": ["dcgm"]}  # what lands a day for the site's one cluster (no Slurm, no Kubernetes section)
+SOURCES = {"c1": ["dcgm", "sacct"]}  # what lands a day for the site's one cluster (ClusterConfig.sources)
 cli = CliRunner()
 
 

@@ -36,3 +36,18 @@ def _documented_columns(table: str) -> list[str]:
 @pytest.mark.parametrize("table", sorted(MARTS))
 def test_doc_lists_exactly_the_columns_in_order(table: str) -> None:
     assert _documented_columns(table) == list(MARTS[table])
+
+
+def test_doc_lists_the_landings_columns_sources_statuses_and_gap_causes() -> None:
+    from contracts.sources import GAP_CAUSES, SOURCES
+    from warehouse.landings import FAILED, GAP, LANDING_SCHEMA, OK, REJECTED
+
+    section = DOC.read_text().split("## meta.landings\n", 1)[1].split("\n## ", 1)[0]
+    columns = section.split("| column | type | meaning |", 1)[1].split("\n\n", 1)[0]
+    assert re.findall(r"^\| ([a-z_0-9]+) \|", columns, flags=re.MULTILINE) == list(LANDING_SCHEMA)
+    for source in SOURCES:
+        assert f"| `{source}` |" in section
+    for status in (OK, GAP, REJECTED, FAILED):
+        assert f"`{status}`" in section
+    for cause, shown in GAP_CAUSES.items():
+        assert f"| `{cause}` | {shown} |" in section

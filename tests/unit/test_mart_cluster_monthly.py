@@ -61,3 +61,19 @@ def test_headline_numbers() -> None:
     assert c1["sample_coverage"] == pytest.approx(90 / 150)
     assert c1["queue_seconds_p50"] == pytest.approx(20.0)
     assert c2["job_count"] == 0 and c2["allocated_gpu_hours"] == 0.0 and c2["utilization"] is None
+
+
+def test_a_metrics_only_cluster_has_its_gpus_utilization_and_coverage() -> None:
+    usage = _usage(
+        [{"gpu_hours": 10.0, "active_gpu_hours": 5.0, "utilization": 0.5, "n_samples": 9, "expected_samples": 10.0}]
+    )
+    capacity = pl.DataFrame(
+        {"cluster": ["c1", "plain"], "capacity_gpus": [1.0, 8.0], "capacity_gpu_hours": [744.0, 5952.0]}
+    )
+    devices = pl.DataFrame(
+        {"cluster": ["plain"], "best_sum": [30.0], "best_n": [120.0], "n_samples": [120.0], "expected_samples": [480.0]}
+    )
+    c1, plain = mart_cluster_monthly(usage, capacity, date(2026, 10, 1), devices).rows(named=True)
+    assert (c1["utilization"], c1["sample_coverage"]) == (pytest.approx(0.5), pytest.approx(0.9))  # its jobs'
+    assert (plain["utilization"], plain["sample_coverage"]) == (0.25, 0.25)  # every sample of its GPUs
+    assert (plain["allocated_gpu_hours"], plain["job_count"], plain["infra_idle_gpu_hours"]) == (0.0, 0, 5952.0)

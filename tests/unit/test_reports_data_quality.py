@@ -1,14 +1,17 @@
-"""The review's "Data quality" section: quarantined rows and runaway jobs, every string escaped."""
+"""The review's "Data quality" section: coverage gaps, quarantined rows and runaway jobs, every
+string escaped."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import date, datetime
 
 import polars as pl
 
 from reports.sections.data_quality import data_quality_section
 from tests.unit.reports_frames import EVIL_JOB, EVIL_USER, table_row
 from transforms.intermediate.int_gpu_inventory_observed import difference_advice, inventory_differences
+from warehouse.books.landings import GAP_SCHEMA
 
 QUARANTINE = pl.DataFrame(
     {
@@ -32,9 +35,22 @@ RUNAWAYS = pl.DataFrame(
     }
 )
 
+NO_GAPS = pl.DataFrame(schema=GAP_SCHEMA)
+GAPS = pl.DataFrame(
+    {
+        "cluster": ["c1", "c1", EVIL_USER],
+        "source": ["dcgm", "dcgm", "sacct"],
+        "first_day": [date(2026, 10, 1), date(2026, 10, 25), date(2026, 10, 4)],
+        "last_day": [date(2026, 10, 19), date(2026, 10, 25), date(2026, 10, 4)],
+        "days": [19, 1, 1],
+        "cause": ["before_first_sample", "no_series", EVIL_JOB],
+    },
+    schema=GAP_SCHEMA,
+)
+
 
 def test_quarantine_and_runaways_are_listed_with_escaped_strings() -> None:
-    html = data_quality_section(QUARANTINE, RUNAWAYS).render()
+    html = data_quality_section(QUARANTINE, RUNAWAYS, NO_GAPS).render()
     assert html.startswith('<section id="data-quality" class="block"><h2>Data quality</h2><p>12,348 input rows')
     assert table_row(html, "c2") == ["c2", "dcgm", "NEGATIVE_VALUE", "12,345", "x: y"]
     assert table_row(html, "c1")[2:] == ["&lt;script&gt;alert(1)&lt;/script&gt;", "3", "line 4: &lt;b&gt;bad&lt;/b&gt;"]
@@ -46,7 +62,7 @@ def test_quarantine_and_runaways_are_listed_with_escaped_strings() -> None:
 
 
 def test_a_clean_month_says_so() -> None:
-    html = data_quality_section(QUARANTINE.clear(), RUNAWAYS.clear()).render_body()
+    html = data_quality_section(QUARANTINE.clear(), RUNAWAYS.clear(), NO_GAPS).render_body()
     assert html == "<p>Nothing was quarantined this month.</p>"
 
 
@@ -62,7 +78,7 @@ def test_inventory_differences_are_listed_with_what_to_change() -> None:
     )
     differences = inventory_differences(declared, observed)
     mismatches = differences.with_columns(advice=pl.Series([difference_advice(r) for r in differences.to_dicts()]))
-    html = data_quality_section(QUARANTINE.clear(), RUNAWAYS.clear(), mismatches).render_body()
+    html = data_quality_section(QUARANTINE.clear(), RUNAWAYS.clear(), GAPS.clear(), mismatches).render_body()
     assert "<p>1 GPUs reported a layout in DCGM that differs from [[clusters.inventory.node_groups]]." in html
     row = table_row(html, "c1")
     assert row[:6] == ["c1", "g01", "0", "whole", "3g.40gb", "2"]
@@ -70,3 +86,17 @@ def test_inventory_differences_are_listed_with_what_to_change() -> None:
         row[-1] == "c1 g01 GPU 0 ran as MIG 3g.40gb but is declared as whole: set mig_layout = [&#39;3g.40gb&#39;] "
         "on its node group (or split the group)."
     )
+
+
+def test_coverage_gaps_come_first_with_their_cause_in_words() -> None:
+    html = data_quality_section(QUARANTINE.clear(), RUNAWAYS.clear(), GAPS).render_body()
+    head, rest = html.split("</table>", 1)
+    assert head.startswith("<p>Coverage gaps: on 21 days (counted per cluster and source) a source answered")
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", head, flags=re.S)]
+    assert [row for row in rows if row] == [
+        ["c1", "dcgm", "2026-10-01", "2026-10-19", "19", "no series, before the first ever landed"],
+        ["c1", "dcgm", "2026-10-25", "2026-10-25", "1", "no series"],
+        ["a&amp;b&#34;c", "sacct", "2026-10-04", "2026-10-04", "1", "&lt;script&gt;alert(1)&lt;/script&gt;"],
+    ]
+    assert "<script>" not in html
+    assert rest.strip().endswith("</div><p>Nothing was quarantined this month.</p>")

@@ -138,3 +138,33 @@ def test_cli_flag_writes_the_pool_files_and_a_valid_config(tmp_path) -> None:
     assert config.clusters[0].kubernetes.path == tmp_path / "kube_state.om"
     assert config.namespaces_frame()["namespace"].to_list() == ["ml-research"]
     assert "kmig-001" in config.inventory_frame()["hostname"].to_list()
+
+
+def _by_labels(long) -> pl.DataFrame:
+    """Samples keyed by their series' labels (ids differ between reads), in a fixed order."""
+    labels = [c for c in long.series.columns if c != "series_id"]
+    joined = long.samples.join(long.series, on="series_id").drop("series_id")
+    return joined.select(sorted(joined.columns)).sort(sorted(labels) + ["ts"], nulls_last=True)
+
+
+def test_day_files_hold_what_the_one_file_holds_and_a_read_opens_only_its_days(tmp_path) -> None:
+    from sources.kube.state_files import day_files, read_state
+
+    kube = KubeSimulation("sim", date(2026, 3, 2), 3, 60, seed=4, org=build_org(4), state_step_seconds=300)
+    kube.write(tmp_path / "one.om", tmp_path / "truth.parquet")
+    kube.write(tmp_path / "days", tmp_path / "truth_days.parquet", daily=True)
+    assert [p.name for p in sorted((tmp_path / "days").iterdir())] == [
+        "day=2026-03-02.om",
+        "day=2026-03-03.om",
+        "day=2026-03-04.om",
+    ]
+    assert kube.config_lines("kube_state")[1:3] == ['path = "kube_state"', "step_seconds = 300"]
+    day, two_days = (datetime(2026, 3, 3), datetime(2026, 3, 4)), (datetime(2026, 3, 3), datetime(2026, 3, 5))
+    assert [p.name for p in day_files(tmp_path / "days", *day)] == ["day=2026-03-03.om"]
+    for start, end in (day, two_days):  # two days: a series in both files is one series of the read
+        one, days = read_openmetrics(tmp_path / "one.om", start, end), read_state(tmp_path / "days", start, end)
+        assert days.series.height == one.series.height > 0
+        assert _by_labels(days).equals(_by_labels(one))
+    steps = read_openmetrics(tmp_path / "one.om", *day).samples["ts"].dt.epoch("s") % 300
+    assert (steps == 0).all()  # scraped every 300 s, not at the DCGM step
+    assert read_state(tmp_path / "days", datetime(2026, 3, 9), datetime(2026, 3, 10)).series.is_empty()

@@ -11,6 +11,7 @@ import pytest
 from dagster import materialize
 
 from config import load_config
+from contracts.sources import BEFORE_FIRST_SAMPLE, NO_JOBS
 from pipelines.assets.chargeback import fct_chargeback_jobs_asset
 from pipelines.assets.gate import month_landed
 from pipelines.assets.reports import read_review_frames
@@ -23,7 +24,7 @@ from warehouse import connect, replace_partition
 from warehouse.books.close import close_month
 from warehouse.books.close_conditions import month_conditions
 from warehouse.books.ledger import CloseError
-from warehouse.landings import Landing, record_landing
+from warehouse.landings import GAP, Landing, record_landing
 
 LATE = datetime(2026, 12, 1)  # long after August's grace period
 GAPS = 'Gaps: land or wait for them, or close anyway with --accept-gaps "reason" (stored with the month):'
@@ -50,10 +51,12 @@ def _refusal(site: Path, now: datetime = LATE, accept_gaps: str | None = None) -
 def test_a_missing_day_refuses_until_accepted_then_the_reason_is_stored_and_shown(site: Path) -> None:
     put_usage(site, AUG, august(), skip={date(2026, 8, 17), date(2026, 8, 18), date(2026, 8, 31)})
     build(site, AUG, accept_gaps="exporter on n1 down")  # the monthly job builds over them only with a reason
-    gap = "not landed: cluster 'c1' dcgm: 2026-08-17..2026-08-18 (2 days) missing; 2026-08-31 missing"
+    days = "2026-08-17..2026-08-18 (2 days) missing; 2026-08-31 missing"
+    gap = f"not landed: cluster 'c1' dcgm: {days}\nnot landed: cluster 'c1' sacct: {days}"
     refused = close(site, "2026-08")
     assert refused.exit_code == 1
-    assert refused.output.replace("\n", " ").startswith(f"not closed: 2026-08 is not closed. {GAPS}   - {gap}")
+    flat = refused.output.replace("\n", " ")
+    assert flat.startswith(f"not closed: 2026-08 is not closed. {GAPS}   - {gap.replace(chr(10), '   - ')}")
     reason = "exporter on n1 down 08-17 to 08-18, 08-31 lost with it; agreed with finance"
     closed = close(site, "2026-08", "--accept-gaps", reason)
     assert closed.exit_code == 0, closed.output
@@ -64,7 +67,8 @@ def test_a_missing_day_refuses_until_accepted_then_the_reason_is_stored_and_show
         frames = read_review_frames(conn, AUG)
     section = chargeback_section(frames["reconciliation"], frames["focus"], "2026-08", "EUR", frames["closed"])
     html = str(section.render())  # plain text: Markup.replace would escape its arguments
-    assert f"2026-08 was closed with accepted gaps: {reason} (gaps: {gap})." in html.replace("&#39;", "'")
+    shown = gap.replace(chr(10), "; ")
+    assert f"2026-08 was closed with accepted gaps: {reason} (gaps: {shown})." in html.replace("&#39;", "'")
     assert "2026-08 is closed (since " in html
 
 
@@ -161,6 +165,28 @@ def test_coverage_and_quarantine_limits(site: Path) -> None:
     assert conditions.blockers == [
         "no monthly build of 2026-08 is recorded: run the month again (cardhours run --month 2026-08)"
     ]
+
+
+def test_coverage_gaps_are_listed_and_do_not_block(site: Path) -> None:
+    """A day a source answered with nothing landed ('gap'): close lists it and closes; its lost
+    samples would count through the sample coverage (a gap of its own never refuses)."""
+    put_usage(site, AUG, august(), skip={date(2026, 8, 1), date(2026, 8, 2), date(2026, 8, 3)})
+    with connect(database(site)) as conn:  # before the first sample on the 1st to 3rd; no job on the 2nd
+        for day, source, cause in [(d, "dcgm", BEFORE_FIRST_SAMPLE) for d in (1, 2, 3)] + [(2, "sacct", NO_JOBS)]:
+            gap = Landing("c1", date(2026, 8, day), source, LANDED_AT, GAP, 0, 0, 0, cause)
+            record_landing(conn, lake(site), gap)
+        record_landing(conn, lake(site), Landing("c1", date(2026, 8, 1), "sacct", LANDED_AT, rows=10, screened=10))
+        record_landing(conn, lake(site), Landing("c1", date(2026, 8, 3), "sacct", LANDED_AT, rows=10, screened=10))
+    build(site, AUG)  # no accept_gaps: the gate counts a gap as landed
+    closed = close(site, "2026-08")
+    assert closed.exit_code == 0, closed.output
+    assert [line.strip() for line in closed.output.splitlines() if "coverage gap" in line] == [
+        "coverage gap (listed, not blocking): cluster 'c1' dcgm: 2026-08-01..2026-08-03 (3 days) no series, "
+        "before the first ever landed",
+        "coverage gap (listed, not blocking): cluster 'c1' sacct: 2026-08-02 no jobs",
+    ]
+    record = rows(site, "SELECT accepted_gaps, gaps FROM marts.chargeback_closed_months")
+    assert record.rows() == [(None, None)]
 
 
 def rows_frame(**values) -> pl.DataFrame:

@@ -25,6 +25,8 @@ BROKEN = (
     "rerun the day"
 )
 
+SOURCE = "cluster 'sim' dcgm (GPU samples ([clusters.metrics])) failed for 2026-02-28: "  # the source, named
+
 
 def _flat(text: str) -> str:
     """``text`` without whitespace: the terminal wraps long lines, paths included, anywhere."""
@@ -43,7 +45,7 @@ def test_a_failed_day_stops_the_month_until_accepted(tmp_path: Path) -> None:
     stopped = runner.invoke(app, ["run", "--config", config, "--month", "2026-02"])
     assert stopped.exit_code == 1
     assert _flat(
-        f"run failed: day 2026-02-28 failed: step raw__dcgm_samples: {broken}. The monthly "
+        f"run failed: day 2026-02-28 failed: step raw__dcgm_samples: {SOURCE}{broken}. The monthly "
         "build of 2026-02 did not run: fix the cause and run the month again, or build over the failed day with "
         '--accept-gaps "reason"'
     ) in _flat(stopped.output)
@@ -73,9 +75,9 @@ def test_a_failed_day_stops_the_month_until_accepted(tmp_path: Path) -> None:
 
     built = runner.invoke(app, ["run", "--config", config, "--month", "2026-02", "--accept-gaps", "day 28 lost"])
     assert built.exit_code == 0, built.output
-    assert _flat(f"built over a failed day (day 28 lost): 2026-02-28: step raw__dcgm_samples: {broken}") in _flat(
-        built.output
-    )
+    assert _flat(
+        f"built over a failed day (day 28 lost): 2026-02-28: step raw__dcgm_samples: {SOURCE}{broken}"
+    ) in _flat(built.output)
     build = _read(
         database, "SELECT status, accepted_gaps, landed_through <= started_at AS ordered FROM meta.monthly_builds"
     )

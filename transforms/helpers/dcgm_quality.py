@@ -53,6 +53,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from contracts.schemas import LABEL_COLUMNS, RAW_SAMPLE_SCHEMA, SAMPLE_VALUE_COLUMNS
+from contracts.sources import DCGM
 from transforms.helpers.dcgm_mig_device import DEVICE_FIELDS, GPU, mig_device_rows
 from transforms.helpers.dcgm_runs import ORDER, RUN_LABELS, label_runs, ordered_rows, rows_where
 from transforms.helpers.dcgm_sentinels import is_invalid, quarantine_rows, value_events
@@ -72,7 +73,7 @@ __all__ = [  # re-exported too: the screening's parts keep their names here
     "screen_samples",
 ]
 
-SOURCE = "dcgm"
+SOURCE = DCGM  # the raw.quarantine / meta.landings source name (contracts/sources.py)
 DUPLICATE_REASON = "duplicate series after exporter restart"
 SERIES = ["cluster", *LABEL_COLUMNS]
 RESTART_KEY = ["cluster", "uuid", "gpu_i_id", "hpc_job", "pod", "namespace", "container"]

@@ -2,7 +2,8 @@
 
 Capacity is the inventory's GPU count (MIG instances as their fractions) times the hours of
 the period; infra idle is what no job held (capacity - allocated), workload idle what jobs
-held without using it.
+held without using it. A cluster without a scheduler (metrics only) has no jobs: its
+utilization and sample coverage are its GPUs' (``device_activity``), not its jobs'.
 """
 
 from __future__ import annotations
@@ -61,11 +62,25 @@ def capacity_gpu_hours(inventory: pl.DataFrame, period_start: datetime, period_e
     )
 
 
-def mart_cluster_monthly(job_usage: pl.DataFrame, capacity: pl.DataFrame, month: date) -> pl.DataFrame:
+DEVICE_ACTIVITY_SCHEMA: dict[str, pl.DataType] = {
+    "cluster": pl.String(),
+    "best_sum": pl.Float64(),  # intermediate.int_gpu_minutes_attributed, every row of the cluster
+    "best_n": pl.Float64(),
+    "n_samples": pl.Float64(),  # marts.fct_gpu_hourly, every instance-hour of the inventory
+    "expected_samples": pl.Float64(),
+}
+
+
+def mart_cluster_monthly(
+    job_usage: pl.DataFrame, capacity: pl.DataFrame, month: date, device_activity: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Headline numbers per cluster; clusters with capacity but no jobs get zero rows, not none.
 
     ``utilization`` is active / allocated GPU-hours over the jobs that have samples, so jobs
     without samples neither count as idle nor as busy (they are counted separately).
+    ``device_activity`` (``DEVICE_ACTIVITY_SCHEMA``): the clusters without a scheduler, whose
+    ``utilization`` is the best-signal mean of all their samples and ``sample_coverage`` the
+    samples present / expected over the inventory's GPU-hours.
     """
     started = in_run_order(job_usage).filter(pl.col("start_time").is_not_null())
     per_cluster = started.group_by("cluster", maintain_order=True).agg(
@@ -90,19 +105,33 @@ def mart_cluster_monthly(job_usage: pl.DataFrame, capacity: pl.DataFrame, month:
         )
         .with_columns(pl.col("job_count", "jobs_without_samples").fill_null(0))
     )
-    return (
-        joined.with_columns(
-            pl.lit(month).alias("month"),
-            (pl.col("capacity_gpu_hours") - pl.col("allocated_gpu_hours"))
-            .clip(lower_bound=0)
-            .alias("infra_idle_gpu_hours"),
-            _ratio("allocated_gpu_hours", "capacity_gpu_hours").alias("allocation_ratio"),
-            _ratio("active_gpu_hours", "_measured_gpu_hours").alias("utilization"),
-            _ratio("_n", "_expected").clip(upper_bound=1.0).alias("sample_coverage"),
-        )
-        .select([pl.col(c).cast(t) for c, t in SCHEMA.items()])
-        .sort("cluster")
+    rows = joined.with_columns(
+        pl.lit(month).alias("month"),
+        (pl.col("capacity_gpu_hours") - pl.col("allocated_gpu_hours"))
+        .clip(lower_bound=0)
+        .alias("infra_idle_gpu_hours"),
+        _ratio("allocated_gpu_hours", "capacity_gpu_hours").alias("allocation_ratio"),
+        _ratio("active_gpu_hours", "_measured_gpu_hours").alias("utilization"),
+        _ratio("_n", "_expected").clip(upper_bound=1.0).alias("sample_coverage"),
     )
+    if device_activity is not None and device_activity.height:
+        devices = device_activity.cast(DEVICE_ACTIVITY_SCHEMA).with_columns(
+            _ratio("best_sum", "best_n").alias("_device_utilization"),
+            _ratio("n_samples", "expected_samples").clip(upper_bound=1.0).alias("_device_coverage"),
+        )
+        rows = rows.join(devices.select("cluster", "_device_utilization", "_device_coverage"), on="cluster", how="left")
+        metrics_only = pl.col("cluster").is_in(devices.get_column("cluster").implode())
+        rows = rows.with_columns(
+            pl.when(metrics_only)
+            .then(pl.col("_device_utilization"))
+            .otherwise(pl.col("utilization"))
+            .alias("utilization"),
+            pl.when(metrics_only)
+            .then(pl.col("_device_coverage"))
+            .otherwise(pl.col("sample_coverage"))
+            .alias("sample_coverage"),
+        )
+    return rows.select([pl.col(c).cast(t) for c, t in SCHEMA.items()]).sort("cluster")
 
 
 def _ratio(numerator: str, denominator: str) -> pl.Expr:

@@ -65,8 +65,11 @@ def charge_lines(conn: duckdb.DuckDBPyConnection, config: Config, month: date) -
 
 
 def capacity(conn: duckdb.DuckDBPyConnection, config: Config, start: datetime, end: datetime) -> pl.DataFrame:
-    """Per cluster and GPU model label: GPU-hours of the inventory of each hour (observed where DCGM saw it)."""
-    return capacity_by_model(capacity_inventory(conn, config, start, end), start, end)
+    """Per cluster and GPU model label: GPU-hours of the inventory of each hour (observed where DCGM
+    saw it) of the clusters with a scheduler (a metrics-only cluster is not charged, not even its
+    idle capacity)."""
+    inventory = capacity_inventory(conn, config, start, end)
+    return capacity_by_model(inventory.filter(pl.col("cluster").is_in(config.charged_clusters)), start, end)
 
 
 def job_rows(conn: duckdb.DuckDBPyConnection, config: Config, month: date, lines: pl.DataFrame) -> ChargeRows:

@@ -10,6 +10,7 @@ given, which is stored with the month. ``now`` is the caller's clock (it is also
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date, datetime
 
@@ -29,9 +30,15 @@ from warehouse.books.ledger import (
 from warehouse.books.recompute import recompute_problems
 from warehouse.migrate import rollback_quietly
 
+COVERAGE_NOTE = (
+    "Coverage gaps (a source answered with nothing; listed, they do not block: missing samples count "
+    "in the sample coverage):"
+)
 
-def refusal(month: date, blockers: list[str], gaps: list[str]) -> str:
-    """The message of a refused close: what cannot be waived, then what ``--accept-gaps`` would accept."""
+
+def refusal(month: date, blockers: list[str], gaps: list[str], coverage: Sequence[str] = ()) -> str:
+    """The message of a refused close: what cannot be waived, then what ``--accept-gaps`` would
+    accept, then the coverage gaps (listed: they do not block)."""
     lines = [f"{month:%Y-%m} is not closed."]
     if blockers:
         lines.append("Fix these, then close again (--accept-gaps does not override them):")
@@ -41,6 +48,9 @@ def refusal(month: date, blockers: list[str], gaps: list[str]) -> str:
             'Gaps: land or wait for them, or close anyway with --accept-gaps "reason" (stored with the month):'
         )
         lines += [f"  - {line}" for line in gaps]
+    if coverage:
+        lines.append(COVERAGE_NOTE)
+        lines += [f"  - {line}" for line in coverage]
     return "\n".join(lines)
 
 
@@ -63,11 +73,11 @@ def _close(
         *[f"the stored marts differ from a recomputation: {p}" for p in recompute_problems(conn, config, month)],
     ]
     if blockers or (conditions.gaps and not accept_gaps):
-        raise CloseError(refusal(month, blockers, conditions.gaps))
+        raise CloseError(refusal(month, blockers, conditions.gaps, conditions.coverage_gaps))
     sealed = seal_unchained(conn)
     reason = accept_gaps if conditions.gaps else None
     closed = freeze_month(conn, month, now, reason, conditions.gaps if reason else [])
-    return replace(closed, sealed=tuple(sealed))
+    return replace(closed, sealed=tuple(sealed), coverage_gaps=tuple(conditions.coverage_gaps))
 
 
 def close_month(

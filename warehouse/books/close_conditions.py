@@ -1,24 +1,28 @@
 """What stands between a billing month and its close (docs/chargeback.md, "Closed months").
 
 Gaps (``--accept-gaps "reason"`` closes anyway and stores the reason): the month has not ended
-``close.grace_days`` ago; a configured cluster misses an 'ok' landing of a day and source;
-a cluster's sample coverage is below ``close.min_coverage``; a cluster's quarantined share of a
-source over the month is above ``close.max_quarantine_share``.
+``close.grace_days`` ago; a configured cluster misses a landed day ('ok' or 'gap') of a source;
+a billed cluster's sample coverage is below ``close.min_coverage``; a billed cluster's
+quarantined share of a source over the month is above ``close.max_quarantine_share`` (a
+metrics-only cluster has no rows in the books: ``Config.charged_clusters``).
 Blockers (never waived: run the month again): no finished monthly build of a charge month in
 the billing month, or data landed after its build (stale marts).
+Coverage gaps (days a source answered with nothing, landed as 'gap') are listed, never a reason
+of their own: a landed gap is a landed day, and its missing samples count through the sample
+coverage (a gap of the cluster's GPU samples lowers it).
 ``now`` comes from the caller; nothing here reads the clock.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
 import duckdb
 import polars as pl
 
 from config import Config
-from warehouse.books.landings import expected_sources, landing_gaps
+from warehouse.books.landings import coverage_gap_lines, coverage_gaps, expected_sources, landing_gaps
 from warehouse.books.ledger import charge_months, next_month
 from warehouse.landings import FINISHED, latest_build, month_landings
 
@@ -27,6 +31,7 @@ from warehouse.landings import FINISHED, latest_build, month_landings
 class Conditions:
     gaps: list[str]  # waivable with --accept-gaps
     blockers: list[str]  # never waived
+    coverage_gaps: list[str] = field(default_factory=list)  # listed only (warehouse/books/landings.py)
 
 
 def _grace(config: Config, month: date, now: datetime) -> list[str]:
@@ -44,18 +49,22 @@ def _coverage(conn: duckdb.DuckDBPyConnection, config: Config, month: date) -> l
     rows = conn.execute(
         "SELECT cluster, sample_coverage FROM marts.mart_cluster_monthly WHERE month = ? ORDER BY cluster", [month]
     ).fetchall()
-    least = config.close.min_coverage
+    least, charged = config.close.min_coverage, set(config.charged_clusters)
     return [
         f"cluster {cluster!r}: sample coverage {coverage:.1%} below close.min_coverage {least:.1%} "
         f"(marts.mart_cluster_monthly)"
         for cluster, coverage in rows
-        if coverage is not None and coverage < least
+        if coverage is not None and coverage < least and cluster in charged
     ]
 
 
 def _quarantine(config: Config, landings: pl.DataFrame) -> list[str]:
-    most = config.close.max_quarantine_share
-    totals = landings.group_by("cluster", "source").agg(pl.col("quarantined").sum(), pl.col("screened").sum())
+    most, charged = config.close.max_quarantine_share, config.charged_clusters
+    totals = (
+        landings.filter(pl.col("cluster").is_in(charged))
+        .group_by("cluster", "source")
+        .agg(pl.col("quarantined").sum(), pl.col("screened").sum())
+    )
     lines = []
     for r in totals.sort("cluster", "source").iter_rows(named=True):
         if r["screened"] and r["quarantined"] / r["screened"] > most:
@@ -105,4 +114,4 @@ def month_conditions(conn: duckdb.DuckDBPyConnection, config: Config, month: dat
         *_quarantine(config, landings),
     ]
     blockers = [line for charge in sorted({*charge_months(conn, month), month}) for line in _build(conn, charge)]
-    return Conditions(gaps, blockers)
+    return Conditions(gaps, blockers, coverage_gap_lines(coverage_gaps(landings)))

@@ -63,6 +63,7 @@ class Closed:
     accepted_gaps: str | None
     already: bool  # True: it was closed before; nothing changed
     sealed: tuple[date, ...] = ()  # months closed before the hash chain, chained by this close
+    coverage_gaps: tuple[str, ...] = ()  # the month's coverage gaps, listed (they do not block)
 
 
 def closed_months(conn: duckdb.DuckDBPyConnection) -> dict[date, datetime]:
