@@ -18,7 +18,7 @@ import pytest
 
 from contracts.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
 from sources.kube.landing import RAW_KUBE_QUEUE_SCHEMA, RAW_KUBE_SERIES_SCHEMA
-from transforms.intermediate import int_gpu_minutes_attributed
+from transforms.intermediate import int_gpu_inventory_observed, int_gpu_minutes_attributed
 from transforms.marts import (
     fct_chargeback_focus,
     fct_chargeback_jobs,
@@ -84,6 +84,7 @@ CONTRACTS = (
     Contract("staging.stg_slurm__jobs", stg_slurm__jobs.SCHEMA, MONTH),
     Contract("staging.stg_kube__pods", stg_kube__pods.SCHEMA, MONTH),
     Contract("staging.stg_kube__jobs", stg_kube__jobs.SCHEMA, MONTH),
+    Contract("intermediate.int_gpu_inventory_observed", int_gpu_inventory_observed.SCHEMA, MONTH),
     Contract("intermediate.int_gpu_minutes_attributed", int_gpu_minutes_attributed.SCHEMA, MONTH),
     Contract("marts.fct_gpu_hourly", fct_gpu_hourly.SCHEMA),
     Contract("marts.fct_job_usage", fct_job_usage.SCHEMA),
