@@ -18,7 +18,6 @@ builds over the failed ones and records the reason with the build."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -30,7 +29,7 @@ from cardhours.cli_support import ALL_DAYS
 from config import Config
 from pipelines.assets.gate import GATE_STEP
 from pipelines.definitions import build_definitions
-from pipelines.errors import asset_error
+from pipelines.errors import error_text
 from pipelines.partitions import days_of_month, month_key
 from pipelines.sacct_lookback import month_changed_days
 from pipelines.shrink_guard import FORCE_TAG
@@ -40,10 +39,6 @@ from warehouse.books.landings import expected_sources, landed_days
 from warehouse.landings import month_landings
 from warehouse.lock import hold_warehouse
 
-# The exception class Dagster puts before a message: Dagster's own (a dagster.Failure's text is the
-# message) and the pipelines' (pipelines.landing.SourceFailed names the cluster and source itself);
-# other exceptions keep their class name without its module path.
-_FAILURE_PREFIX = re.compile(r"^(?:(?:dagster|pipelines)\.\S+: |(?:[a-z_]+\.)+(?=[A-Z]\w*: ))")
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
@@ -82,7 +77,7 @@ def _failure_text(result: ExecuteInProcessResult) -> str:
         error = getattr(event.event_specific_data, "error", None)
         if error is None or not (event.is_step_failure or event.is_resource_init_failure):
             continue
-        text = _FAILURE_PREFIX.sub("", asset_error(error).message.strip())
+        text = error_text(error)
         where = f"step {event.step_key}" if event.step_key else "resources"
         return "\n".join([f"{where}: {text}", *failed_checks])
     return "\n".join(failed_checks) or "unknown failure (see the Dagster logs)"

@@ -32,7 +32,7 @@ from dagster import (
     sensor,
 )
 
-from pipelines.errors import asset_error
+from pipelines.errors import error_text
 from pipelines.landing import utc_now
 from pipelines.resources import CardhoursResource
 from pipelines.store import open_lake
@@ -77,7 +77,7 @@ def run_failure_alert(context: RunFailureSensorContext, cardhours: CardhoursReso
 
 
 def _user_error(error: "SerializableErrorInfo | None") -> str:
-    return asset_error(error).message if error is not None else ""
+    return error_text(error) if error is not None else ""
 
 
 @sensor(

@@ -8,10 +8,22 @@ broken file) stay behind it: the asset's text names the file, the cluster and wh
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dagster._utils.error import SerializableErrorInfo  # the type of a failure event's error
+
+
+# The exception class Dagster puts before a message: Dagster's own (a dagster.Failure's text is the
+# message) and the pipelines' (pipelines.landing.SourceFailed names the cluster and source itself);
+# other exceptions keep their class name without its module path.
+_CLASS_PREFIX = re.compile(r"^(?:(?:dagster|pipelines)\.\S+: |(?:[a-z_]+\.)+(?=[A-Z]\w*: ))")
+
+
+def error_text(error: SerializableErrorInfo) -> str:
+    """What a person reads of a failed step: the asset's own error, without the class prefixes."""
+    return _CLASS_PREFIX.sub("", asset_error(error).message.strip())
 
 
 def asset_error(error: SerializableErrorInfo) -> SerializableErrorInfo:

@@ -32,9 +32,10 @@ class FailedStep:
 
 
 def first_line(text: str) -> str:
-    """The first non-blank line of ``text``, trimmed to 300 characters."""
+    """The first non-blank line of ``text``, trimmed to 1,000 characters (a source's error names the
+    cluster, the source and the day before the file and what to do; the subject is cut shorter)."""
     line = next((line.strip() for line in text.splitlines() if line.strip()), "(no error text)")
-    return line if len(line) <= 300 else line[:297] + "..."
+    return line if len(line) <= 1000 else line[:997] + "..."
 
 
 def run_failure(

@@ -29,7 +29,8 @@ def test_a_run_that_failed_outside_its_steps_says_so() -> None:
 def test_first_line_skips_blank_lines_and_trims() -> None:
     assert first_line("\n\n  ValueError: bad\nTraceback ...") == "ValueError: bad"
     assert first_line("") == "(no error text)"
-    assert len(first_line("x" * 1000)) == 300
+    assert len(first_line("x" * 1000)) == 1000
+    assert first_line("x" * 1001) == "x" * 997 + "..."
     long = run_failure("j", "r", "p", [FailedStep("s", "y" * 300)], "", None)
     assert len(long.subject) == 250
 
