@@ -173,9 +173,10 @@ def test_site_template_and_extra_sections_keep_strings_as_text(tmp_path: Path) -
     assert page.dialogs == [] and page.console_errors == [] and page.page_errors == []
     assert f"ACME GPUs: October 2026, times in UTC. Generated from {EVIL}." in page.text
     assert f"2026-09 was closed with accepted gaps: {EVIL} (gaps: {EVIL})." in page.text
-    # every escaped copy in the markup shows as text (header 2, extra sections 6, the blocks' tables and the
-    # department index 11), and plotly draws one more: the department chart's tick label
+    # every escaped copy in the markup shows as text (header 2, extra sections 8 with the coverage gap's
+    # cluster and cause, the blocks' tables and the department index 11), and plotly draws one more: the
+    # department chart's tick label
     html = review.read_text(encoding="utf-8")
     markup = re.sub(r"<script.*?</script>", "", html.split("<body>")[1], flags=re.S)
-    assert markup.count(escape(EVIL)) == 19
-    assert page.text.count(EVIL) == 19 + 1
+    assert markup.count(escape(EVIL)) == 21
+    assert page.text.count(EVIL) == 21 + 1
