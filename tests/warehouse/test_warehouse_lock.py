@@ -150,6 +150,6 @@ def test_a_dagster_run_while_another_process_holds_the_warehouse_fails_naming_it
     result = job.execute_in_process(partition_key="2026-08-01", raise_on_error=False)
     assert not result.success
     assert _failure_text(result).startswith(
-        f"resources: warehouse.lock.WarehouseBusy: warehouse {database} is busy: cardhours run --month 2026-08 since "
+        f"resources: WarehouseBusy: warehouse {database} is busy: cardhours run --month 2026-08 since "
     )
     assert f"PID {process.pid} on {socket.gethostname()}" in _failure_text(result)
