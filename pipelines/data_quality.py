@@ -16,7 +16,7 @@ from transforms.helpers.slurm_policy import reason_code
 from transforms.intermediate.int_gpu_inventory_observed import difference_advice, inventory_differences
 from transforms.marts.fct_chargeback_focus import month_bounds
 from warehouse import read_frame
-from warehouse.books.inventory import observed_rows
+from warehouse.books.inventory import differing_rows
 from warehouse.books.landings import coverage_gaps
 from warehouse.landings import month_landings
 
@@ -74,7 +74,7 @@ def inventory_mismatches(conn: duckdb.DuckDBPyConnection, config: Config, month:
     """Per card whose DCGM layout differed from the config's in the month: declared, observed, the
     hours affected and ``advice`` (what to change in the config)."""
     start, end = month_bounds(month)
-    differences = inventory_differences(config.inventory_frame(), observed_rows(conn, start, end))
+    differences = inventory_differences(config.inventory_frame(), differing_rows(conn, config, start, end))
     advice = [difference_advice(row) for row in differences.iter_rows(named=True)]
     return differences.with_columns(pl.Series("advice", advice, dtype=pl.String))
 

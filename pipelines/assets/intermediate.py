@@ -30,7 +30,9 @@ from transforms.intermediate.int_gpu_minutes_attributed import ORDER, SCHEMA, in
 from warehouse.lake import derived_current
 
 ATTRIBUTED_TABLE = INT_GPU_MINUTES_ATTRIBUTED.name
-CHUNK_DAYS = 1
+# A window's memory grows with its GPU-days (about 80 MB per 1,000 GPU-days on the bench month)
+# and each query costs ~60 ms to plan: a window holds this many GPU-days, at least one day.
+GPU_DAYS_PER_WINDOW = 10_000
 SAMPLES_CONSERVED = "samples_conserved"
 READ_ORDER = ", ".join(f"{column} NULLS FIRST" for column in ORDER)
 METHODS_SQL = f"SELECT attribution_method, sum(samples) FROM {ATTRIBUTED_TABLE} WHERE month = ? GROUP BY ALL ORDER BY 1"
@@ -42,37 +44,55 @@ def read_attributed(store: Store, month, cluster: str) -> pl.DataFrame:
     return store.read(INT_GPU_MINUTES_ATTRIBUTED, where, columns="* EXCLUDE (month)", order_by=READ_ORDER).cast(SCHEMA)
 
 
+def window_days(gpus: float) -> int:
+    """Days per attribution window for a cluster of ``gpus`` GPUs (``GPU_DAYS_PER_WINDOW``)."""
+    return max(1, int(GPU_DAYS_PER_WINDOW // max(gpus, 1.0)))
+
+
+def windows(start, end, days: int, summed) -> list[tuple]:
+    """[start, end) cut into windows of at most ``days`` days, each either all with stored hour
+    sums or all without (``summed(day)``, asked once per day), as (low, high, sums_stored)."""
+    cuts = [start]
+    while cuts[-1] < end:
+        cuts.append(min(cuts[-1] + timedelta(days=1), end))
+    stored = [summed(low.date()) for low in cuts[:-1]]
+    out: list[tuple] = []
+    first = 0
+    for i in range(1, len(cuts)):
+        if i == len(cuts) - 1 or i - first == days or stored[i] != stored[first]:
+            out.append((cuts[first], cuts[i], stored[first]))
+            first = i
+    return out
+
+
 def attribution_queries(cardhours: CardhoursResource, cluster, start, end, summed=None, whole_hours=True) -> list:
-    """(SQL, params) per ``CHUNK_DAYS`` window of [start, end) for one cluster.
+    """(SQL, params) per window of [start, end) for one cluster (``window_days``).
 
     Every output row is one GPU-hour's, and a window's runs are clipped to it, so the rows of
-    the windows together are the rows of the whole period. A window needs a fraction of the
-    memory: the month of 1,000 GPUs at 15 s (60 M minute rows) in one query peaked at 11.1 GB,
-    in day windows at 3.1 GB (docs/marts.md "Speed"). ``summed(day)``: whether the day's hour
-    sums are stored and current (default: they are); ``whole_hours``: as the SQL takes it."""
+    the windows together are the rows of the whole period. A window bounds the memory: the
+    month of 1,000 GPUs at 15 s in one query peaked at 3.4 GB, in windows of 10 days at 1.2 GB
+    (docs/marts.md "Speed"). ``summed(day)``: whether the day's hour sums are stored and current
+    (default: they are); ``whole_hours``: as the SQL takes it."""
     inventory = cardhours.config.inventory_frame().filter(pl.col("cluster") == cluster.name)
     hosts = inventory.group_by("hostname").agg(pl.col("gpu_fraction").sum()).sort("hostname")
     mig_weights = cardhours.config.mig_weights(cluster.name)
-    queries, low = [], start
-    while low < end:
-        high = min(low + timedelta(days=CHUNK_DAYS), end)
-        queries.append(
-            int_gpu_minutes_attributed_sql(
-                cluster.name,
-                start,
-                low,
-                high,
-                cluster.sample_step_seconds,
-                hosts.get_column("hostname").to_list(),
-                hosts.get_column("gpu_fraction").to_list(),
-                cardhours.config.flags.zero_util_threshold,
-                mig_weights,
-                sums_stored=summed is None or summed(low.date()),
-                whole_hours=whole_hours,
-            )
+    days = window_days(float(hosts.get_column("gpu_fraction").sum() or 0.0))
+    return [
+        int_gpu_minutes_attributed_sql(
+            cluster.name,
+            start,
+            low,
+            high,
+            cluster.sample_step_seconds,
+            hosts.get_column("hostname").to_list(),
+            hosts.get_column("gpu_fraction").to_list(),
+            cardhours.config.flags.zero_util_threshold,
+            mig_weights,
+            sums_stored=stored,
+            whole_hours=whole_hours,
         )
-        low = high
-    return queries
+        for low, high, stored in windows(start, end, days, summed or (lambda day: True))
+    ]
 
 
 def attributed_arrow(step: Step, cluster, start, end) -> pa.Table:

@@ -12,11 +12,13 @@ from pipelines.step import Step
 from pipelines.table_asset import table_asset
 from pipelines.tables import INT_GPU_INVENTORY_OBSERVED, MONTH_LANDED, STG_DCGM__GPU_HOURLY
 from transforms.intermediate.int_gpu_inventory_observed import (
+    CARD,
     OBSERVED_SQL,
     SCHEMA,
     difference_advice,
     inventory_differences,
 )
+from transforms.intermediate.inventory_cards import cards_that_may_differ, instance_counts
 
 
 @table_asset(
@@ -31,7 +33,9 @@ def int_gpu_inventory_observed_asset(step: Step):
     params = [step.start.date(), step.end.date(), step.start, step.end]
     observed = step.sql(OBSERVED_SQL, params).cast(SCHEMA)
     rows = step.write(observed)
-    differences = inventory_differences(step.config.inventory_frame(), observed)
+    declared = step.config.inventory_frame()
+    cards = cards_that_may_differ(declared, instance_counts(observed))
+    differences = inventory_differences(declared, observed.join(cards, on=CARD, how="semi"))
     advice = [difference_advice(row) for row in differences.iter_rows(named=True)]
     for line in advice[:20]:
         step.log.warning(line)

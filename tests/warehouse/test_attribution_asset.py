@@ -14,10 +14,18 @@ import polars as pl
 import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
+import pipelines.assets.intermediate as intermediate_assets
 from cardhours.bench.marts import land
 from cardhours.bench.marts_build import BUILT, QUIET_RUN_CONFIG
 from config import load_config
-from pipelines.assets.intermediate import ATTRIBUTED_TABLE, SAMPLES_CONSERVED, read_attributed, samples_conserved_check
+from pipelines.assets.intermediate import (
+    ATTRIBUTED_TABLE,
+    SAMPLES_CONSERVED,
+    read_attributed,
+    samples_conserved_check,
+    window_days,
+    windows,
+)
 from pipelines.definitions import ASSETS
 from pipelines.resources import CardhoursResource
 from pipelines.store import Store
@@ -95,6 +103,35 @@ def test_stored_rows_are_the_transform_rows_plus_month_and_a_rerun_is_identical(
     finally:
         conn.close()
     assert stored.equals(direct_attribution(landed))
+
+
+def stored_attribution(config_path: Path) -> pl.DataFrame:
+    config = load_config(config_path)
+    conn = duckdb.connect(str(config.warehouse.path), read_only=True)
+    try:
+        return read_attributed(Store(conn, config.warehouse.lake), MONTH, config.clusters[0].name)
+    finally:
+        conn.close()
+
+
+def test_day_windows_give_the_rows_of_one_month_query(landed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(intermediate_assets, "GPU_DAYS_PER_WINDOW", 16)  # 16 GPUs: one day a window
+    build(landed, keys=[("intermediate", "int_gpu_minutes_attributed")])
+    assert stored_attribution(landed).equals(direct_attribution(landed))
+
+
+def test_windows_hold_at_most_their_days_and_one_kind_of_day() -> None:
+    assert (window_days(1000), window_days(20_000), window_days(0)) == (10, 1, 10_000)
+    gap = {date(2026, 9, 5), date(2026, 9, 6)}  # days without stored hour sums
+    cut = windows(START, END, 10, lambda day: day not in gap)
+    assert [(low.day, (high - low).days, stored) for low, high, stored in cut] == [
+        (1, 4, True),
+        (5, 2, False),
+        (7, 10, True),
+        (17, 10, True),
+        (27, 4, True),
+    ]
+    assert windows(START, datetime(2026, 9, 1, 12), 3, lambda day: True) == [(START, datetime(2026, 9, 1, 12), True)]
 
 
 def test_fct_job_usage_equals_the_transform_on_directly_computed_attribution(landed: Path) -> None:

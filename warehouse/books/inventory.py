@@ -1,5 +1,6 @@
 """The inventory of each hour of a period: the config's, with the cards DCGM reported otherwise
-replaced by what it reported (``intermediate.int_gpu_inventory_observed``)."""
+replaced by what it reported (``intermediate.int_gpu_inventory_observed``). Only the rows of
+cards that may differ are read (transforms/intermediate/inventory_cards.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,29 @@ import duckdb
 import polars as pl
 
 from transforms.intermediate.int_gpu_inventory_observed import SCHEMA, hourly_inventory
+from transforms.intermediate.inventory_cards import COUNTS_SCHEMA, cards_that_may_differ
 from warehouse.connection import read_frame
 
 if TYPE_CHECKING:
     from config.models import Config
 
+_PERIOD = "month = ? AND hour >= ? AND hour < ?"
 OBSERVED_SQL = (
-    "SELECT * EXCLUDE (month) FROM intermediate.int_gpu_inventory_observed "
-    "WHERE month = ? AND hour >= ? AND hour < ? ORDER BY cluster, hostname, gpu, hour, gpu_i_id NULLS FIRST"
+    f"SELECT * EXCLUDE (month) FROM intermediate.int_gpu_inventory_observed WHERE {_PERIOD} "
+    "ORDER BY cluster, hostname, gpu, hour, gpu_i_id NULLS FIRST"
 )
+COUNTS_SQL = (
+    "SELECT cluster, hostname, gpu, gpu_i_profile, count(DISTINCT coalesce(gpu_i_id, -1)) AS instances "
+    f"FROM intermediate.int_gpu_inventory_observed WHERE {_PERIOD} GROUP BY ALL"
+)
+CARDS_SQL = """
+SELECT o.* EXCLUDE (month) FROM intermediate.int_gpu_inventory_observed o
+SEMI JOIN (SELECT unnest(CAST(? AS VARCHAR[])) AS cluster, unnest(CAST(? AS VARCHAR[])) AS hostname,
+                  unnest(CAST(? AS SMALLINT[])) AS gpu) c
+  ON c.cluster = o.cluster AND c.hostname = o.hostname AND c.gpu = o.gpu
+WHERE o.month = ? AND o.hour >= ? AND o.hour < ?
+ORDER BY cluster, hostname, gpu, hour, gpu_i_id NULLS FIRST
+"""
 
 
 def observed_rows(conn: duckdb.DuckDBPyConnection, start: datetime, end: datetime) -> pl.DataFrame:
@@ -26,7 +41,18 @@ def observed_rows(conn: duckdb.DuckDBPyConnection, start: datetime, end: datetim
     return read_frame(conn, OBSERVED_SQL, [start.date().replace(day=1), start, end]).cast(SCHEMA)
 
 
+def differing_rows(conn: duckdb.DuckDBPyConnection, config: Config, start: datetime, end: datetime) -> pl.DataFrame:
+    """The stored observed rows of [start, end) of the cards that may differ from the config."""
+    period = [start.date().replace(day=1), start, end]
+    counts = read_frame(conn, COUNTS_SQL, period).cast(COUNTS_SCHEMA)
+    cards = cards_that_may_differ(config.inventory_frame(), counts)
+    if cards.is_empty():
+        return pl.DataFrame(schema=SCHEMA)
+    lists = [cards.get_column(column).to_list() for column in ("cluster", "hostname", "gpu")]
+    return read_frame(conn, CARDS_SQL, [*lists, *period]).cast(SCHEMA)
+
+
 def capacity_inventory(conn: duckdb.DuckDBPyConnection, config: Config, start: datetime, end: datetime) -> pl.DataFrame:
     """config/frames.py INVENTORY_SCHEMA + ``hour``: each hour's GPUs and MIG instances."""
-    observed = observed_rows(conn, start, end)
+    observed = differing_rows(conn, config, start, end)
     return hourly_inventory(config.inventory_frame(), observed, start, end, config.rates.mig_weight)
