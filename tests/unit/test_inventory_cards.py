@@ -16,7 +16,7 @@ from transforms.intermediate.int_gpu_inventory_observed import (
     inventory_differences,
 )
 from transforms.intermediate.inventory_cards import cards_that_may_differ, instance_counts
-from warehouse.books.inventory import differing_rows
+from warehouse.books.inventory import COUNTS_SQL, differing_rows
 
 START = datetime(2026, 3, 1)
 HOURS = 4
@@ -46,7 +46,7 @@ def _observed(rows: list[tuple]) -> pl.DataFrame:
 
 
 AS_DECLARED = _rows(WHOLE_CARD, [(None, None)], range(HOURS))
-AS_DECLARED += _rows(MIG_CARD, _declared_instances(MIG_CARD), range(HOURS))
+AS_DECLARED += _rows(MIG_CARD, [(None, None), *_declared_instances(MIG_CARD)], range(HOURS))  # with the device row
 ONE_3G = [(9, "3g.40gb")]
 CASES = {
     "as declared": AS_DECLARED,
@@ -81,12 +81,26 @@ def test_filtered_rows_give_the_same_inventory_and_differences(case: str) -> Non
         assert cards.height == 1 and not inventory_differences(DECLARED, observed).is_empty()
 
 
+def _stored(observed: pl.DataFrame) -> duckdb.DuckDBPyConnection:
+    conn = duckdb.connect()
+    conn.execute("CREATE SCHEMA intermediate")
+    conn.register("observed", observed.with_columns(month=pl.lit(START.date())).to_arrow())
+    conn.execute("CREATE TABLE intermediate.int_gpu_inventory_observed AS SELECT * FROM observed")
+    return conn
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_sql_counts_are_the_frames(case: str) -> None:
+    observed = _observed(CASES[case])
+    with _stored(observed) as conn:
+        got = conn.sql(COUNTS_SQL, params=[START.date(), START, END]).pl()
+    want = instance_counts(observed)
+    assert got.cast(want.schema).sort(got.columns).equals(want.sort(want.columns))
+
+
 def test_the_warehouse_reads_only_those_cards() -> None:
     observed = _observed(CASES["MIG on a card declared whole"])
-    with duckdb.connect() as conn:
-        conn.execute("CREATE SCHEMA intermediate")
-        conn.register("observed", observed.with_columns(month=pl.lit(START.date())).to_arrow())
-        conn.execute("CREATE TABLE intermediate.int_gpu_inventory_observed AS SELECT * FROM observed")
+    with _stored(observed) as conn:
         got = differing_rows(conn, CONFIG, START, END)
     card = (WHOLE_CARD["cluster"], WHOLE_CARD["hostname"], WHOLE_CARD["gpu"])
     assert set(got.select("cluster", "hostname", "gpu").unique().rows()) == {card}

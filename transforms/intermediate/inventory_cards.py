@@ -4,9 +4,11 @@ all of cards that ran as declared).
 
 A card (cluster, host, GPU) never differs from the config in any hour when, over the period,
 each layout part it was observed with (whole, or a MIG profile) had no more distinct instances
-than the config declares of that part: whole rows of a card declared whole agree, and the MIG
-instances of a card declared MIG are then some of the declared ones in every hour, which
-``int_gpu_inventory_observed.hourly_inventory`` keeps as declared. Every other card may differ
+than the config declares of that part (a whole row in an hour with MIG rows of the card, such
+as a MIG GPU's device row, does not count: ``hourly_inventory`` drops it too): whole rows of
+a card declared whole agree, and the MIG instances of a card declared MIG are then some of the
+declared ones in every hour, which ``int_gpu_inventory_observed.hourly_inventory`` keeps as
+declared. Every other card may differ
 (MIG on a card declared whole, whole on one declared MIG, another profile, more instances, a
 GPU not declared), and ``hourly_inventory`` judges it hour by hour from its rows.
 """
@@ -29,9 +31,12 @@ COUNTS_SCHEMA: dict[str, pl.DataType] = {
 
 def instance_counts(observed: pl.DataFrame) -> pl.DataFrame:
     """Per card and layout part of observed rows (SCHEMA of int_gpu_inventory_observed): its
-    distinct instances (a whole GPU is one), in COUNTS_SCHEMA."""
+    distinct instances (a whole GPU is one; whole rows beside MIG rows in an hour left out), in
+    COUNTS_SCHEMA. ``warehouse.books.inventory.COUNTS_SQL`` is the same in SQL."""
+    shadowed = pl.col("gpu_i_profile").is_null() & pl.col("gpu_i_profile").is_not_null().any().over(*CARD, "hour")
     return (
-        observed.group_by(PART)
+        observed.filter(~shadowed)
+        .group_by(PART)
         .agg(pl.col("gpu_i_id").fill_null(-1).n_unique().alias("instances"))
         .select(list(COUNTS_SCHEMA))
         .cast(COUNTS_SCHEMA)

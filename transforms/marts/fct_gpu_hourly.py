@@ -101,13 +101,13 @@ def _run_windows(jobs: pl.DataFrame, period_start: datetime, period_end: datetim
 
 
 def _label_seconds(
-    jobs: pl.DataFrame, attributed: pl.DataFrame, period_start: datetime, period_end: datetime
+    jobs: pl.DataFrame, ranked: pl.DataFrame, period_start: datetime, period_end: datetime
 ) -> pl.DataFrame:
     """Per instance (RANKED key) and hour: seconds of the hour covered by the runs whose
-    ``hpc_job`` label appeared on that instance in that hour (at most 3600)."""
+    ``hpc_job`` label appeared on that instance in that hour (at most 3600). ``ranked``: the
+    attributed rows ``_with_instance_rank``."""
     placed = (
-        _with_instance_rank(attributed)
-        .filter(pl.col("attribution_method") == "hpc_job_label")
+        ranked.filter(pl.col("attribution_method") == "hpc_job_label")
         .select(*RANKED, "hour", "job_id_raw", "start_time")
         .unique()
     )
@@ -128,20 +128,17 @@ def _with_instance_rank(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(_rank=rank.cast(pl.Int32))
 
 
-def _sample_measures(attributed: pl.DataFrame) -> pl.DataFrame:
-    """Per instance (RANKED key) and hour: sample counts and the attributed best-signal sums."""
+def _sample_measures(ranked: pl.DataFrame) -> pl.DataFrame:
+    """Per instance (RANKED key) and hour: sample counts and the attributed best-signal sums
+    (``ranked``: the attributed rows ``_with_instance_rank``)."""
     is_attributed = pl.col("attribution_method").is_in(ATTRIBUTED_METHODS)
-    return (
-        _with_instance_rank(attributed)
-        .group_by(*RANKED, "hour")
-        .agg(
-            pl.col("samples").sum().alias("_samples"),
-            pl.col("samples").filter(is_attributed).sum().alias("attributed_samples"),
-            pl.col("samples").filter(pl.col("attribution_method") == "unattributed").sum().alias("_unattributed"),
-            pl.col("best_sum").filter(is_attributed).sum().alias("_best_sum"),
-            pl.col("best_n").filter(is_attributed).sum().alias("_best_n"),
-            pl.col("samples").filter(pl.col("attribution_method").is_in(POD_METHODS)).sum().alias("_pod_samples"),
-        )
+    return ranked.group_by(*RANKED, "hour").agg(
+        pl.col("samples").sum().alias("_samples"),
+        pl.col("samples").filter(is_attributed).sum().alias("attributed_samples"),
+        pl.col("samples").filter(pl.col("attribution_method") == "unattributed").sum().alias("_unattributed"),
+        pl.col("best_sum").filter(is_attributed).sum().alias("_best_sum"),
+        pl.col("best_n").filter(is_attributed).sum().alias("_best_n"),
+        pl.col("samples").filter(pl.col("attribution_method").is_in(POD_METHODS)).sum().alias("_pod_samples"),
     )
 
 
@@ -186,11 +183,12 @@ def fct_gpu_hourly(
             .group_by("cluster", "hostname", "hour")
             .agg(pl.col("_held_gpu_seconds").sum(), pl.col("_min_run_gpus").min())
         )
+    ranked = _with_instance_rank(attributed)
     frame = (
         grid.join(held, on=["cluster", "hostname", "hour"], how="left")
-        .join(_sample_measures(attributed), on=[*RANKED, "hour"], how="left", nulls_equal=True)
+        .join(_sample_measures(ranked), on=[*RANKED, "hour"], how="left", nulls_equal=True)
         .join(
-            _label_seconds(jobs, attributed, period_start, period_end),
+            _label_seconds(jobs, ranked, period_start, period_end),
             on=[*RANKED, "hour"],
             how="left",
             nulls_equal=True,

@@ -22,10 +22,19 @@ OBSERVED_SQL = (
     f"SELECT * EXCLUDE (month) FROM intermediate.int_gpu_inventory_observed WHERE {_PERIOD} "
     "ORDER BY cluster, hostname, gpu, hour, gpu_i_id NULLS FIRST"
 )
-COUNTS_SQL = (
-    "SELECT cluster, hostname, gpu, gpu_i_profile, count(DISTINCT coalesce(gpu_i_id, -1)) AS instances "
-    f"FROM intermediate.int_gpu_inventory_observed WHERE {_PERIOD} GROUP BY ALL"
-)
+COUNTS_SQL = f"""
+WITH observed AS (
+    SELECT cluster, hostname, gpu, gpu_i_id, gpu_i_profile, hour FROM intermediate.int_gpu_inventory_observed
+    WHERE {_PERIOD}
+),
+mig_hours AS (SELECT DISTINCT cluster, hostname, gpu, hour FROM observed WHERE gpu_i_profile IS NOT NULL)
+SELECT cluster, hostname, gpu, gpu_i_profile, count(DISTINCT gpu_i_id) AS instances FROM observed
+WHERE gpu_i_profile IS NOT NULL GROUP BY ALL
+UNION ALL
+SELECT DISTINCT o.cluster, o.hostname, o.gpu, NULL, 1 FROM observed o ANTI JOIN mig_hours m
+    ON m.cluster = o.cluster AND m.hostname = o.hostname AND m.gpu = o.gpu AND m.hour = o.hour
+WHERE o.gpu_i_profile IS NULL
+"""  # transforms/intermediate/inventory_cards.instance_counts in SQL
 CARDS_SQL = """
 SELECT o.* EXCLUDE (month) FROM intermediate.int_gpu_inventory_observed o
 SEMI JOIN (SELECT unnest(CAST(? AS VARCHAR[])) AS cluster, unnest(CAST(? AS VARCHAR[])) AS hostname,
