@@ -33,9 +33,12 @@ def instance_counts(observed: pl.DataFrame) -> pl.DataFrame:
     """Per card and layout part of observed rows (SCHEMA of int_gpu_inventory_observed): its
     distinct instances (a whole GPU is one; whole rows beside MIG rows in an hour left out), in
     COUNTS_SCHEMA. ``warehouse.books.inventory.COUNTS_SQL`` is the same in SQL."""
-    shadowed = pl.col("gpu_i_profile").is_null() & pl.col("gpu_i_profile").is_not_null().any().over(*CARD, "hour")
+    mig = observed.filter(pl.col("gpu_i_profile").is_not_null())
+    whole = observed.filter(pl.col("gpu_i_profile").is_null()).join(
+        mig.select(*CARD, "hour").unique(), on=[*CARD, "hour"], how="anti"
+    )
     return (
-        observed.filter(~shadowed)
+        pl.concat([mig, whole])
         .group_by(PART)
         .agg(pl.col("gpu_i_id").fill_null(-1).n_unique().alias("instances"))
         .select(list(COUNTS_SCHEMA))
