@@ -117,8 +117,11 @@ routed AS (
 partial_groups AS (
     SELECT {", ".join(GROUP)} FROM routed WHERE whole_method IS NULL
 ),
+single_groups AS (  -- the only group of its GPU instance-hour: taken whole, its row is the output row
+    SELECT min(gid) AS gid FROM hour_sums GROUP BY hostname, gpu, gpu_i_id, hour HAVING count(*) = 1
+),
 whole_sums AS (
-    SELECT {", ".join(f"r.{column}" for column in GROUP if column not in ("hpc_job", "pod", "namespace"))},
+    SELECT r.gid, {", ".join(f"r.{column}" for column in GROUP if column not in ("hpc_job", "pod", "namespace"))},
            CASE WHEN r.whole_method IN ('unattributed', 'unallocated') THEN NULL ELSE r.whole_job_id_raw END
                AS job_id_raw,
            CASE WHEN r.whole_method IN ('unattributed', 'unallocated') THEN NULL ELSE r.whole_start_time END

@@ -75,14 +75,17 @@ def stored_sums(prefix: str = "") -> str:
     return ",\n    ".join([*parts, f"{prefix}fb_used_mib_max AS fb_used_mib_max"])
 
 
-def output_measures(measures: list[str]) -> str:
-    """The SELECT list of the output, in ``measures`` order: the integers added, as numbers."""
+def output_measures(measures: list[str], aggregate: bool = True) -> str:
+    """The SELECT list of the output, in ``measures`` order: the integers added, as numbers.
+    ``aggregate`` false: of one whole group's row as it is (no split-off samples: pods never
+    go whole)."""
     parts = []
     for name in measures:
         if name == "fb_used_mib_max":
-            parts.append("max(fb_used_mib_max) AS fb_used_mib_max")
+            parts.append(f"{'max(fb_used_mib_max)' if aggregate else 'fb_used_mib_max'} AS fb_used_mib_max")
         elif name == "split_off_samples":
-            parts.append(f"coalesce({unfixed(f'sum({SPLIT_OFF})')}, 0.0) AS split_off_samples")
+            split = f"coalesce({unfixed(f'sum({SPLIT_OFF})')}, 0.0)" if aggregate else "CAST(0.0 AS DOUBLE)"
+            parts.append(f"{split} AS split_off_samples")
         else:
-            parts.append(f"{unfixed(f'sum({name})')} AS {name}")
+            parts.append(f"{unfixed(f'sum({name})' if aggregate else name)} AS {name}")
     return ",\n    ".join(parts)

@@ -211,8 +211,15 @@ capacity AS (
 )
 SELECT CAST($cluster AS VARCHAR) AS cluster, {KEY},
     {output_measures(MEASURES)}
-FROM (SELECT * FROM minute_sums UNION ALL BY NAME SELECT * FROM whole_sums)
+FROM (
+    SELECT * FROM minute_sums
+    UNION ALL BY NAME SELECT * EXCLUDE (gid) FROM whole_sums ANTI JOIN single_groups USING (gid)
+)
 GROUP BY {KEY}
+UNION ALL
+SELECT CAST($cluster AS VARCHAR) AS cluster, {KEY},
+    {output_measures(MEASURES, aggregate=False)}
+FROM whole_sums SEMI JOIN single_groups USING (gid)
 ORDER BY {", ".join(f"{column} NULLS FIRST" for column in ORDER[1:])}
 """
 
