@@ -87,6 +87,12 @@ def simulate(
     kube: Annotated[
         bool, typer.Option("--kube", help="Add a Kubernetes node pool: kube_state.om, truth_pods.parquet.")
     ] = False,
+    repartition_mig: Annotated[
+        bool, typer.Option("--repartition-mig", help="Re-partition a MIG node mid-window (needs 32 GPUs or more).")
+    ] = False,
+    drain_node: Annotated[
+        bool, typer.Option("--drain-node", help="Drain a node for a while: sacctmgr_events.txt.")
+    ] = False,
 ) -> None:
     """Write a simulated cluster's inputs: metrics, sacct.txt, a config and truth.parquet."""
     from simulate.run import simulate as run_simulation
@@ -111,6 +117,8 @@ def simulate(
             cluster=cluster,
             progress=report,
             kube=kube,
+            repartition=repartition_mig,
+            drain=drain_node,
         )
     out.print(f"simulated {days} days of {gpus} GPUs into {out_dir}", highlight=False)
     for name, path in result.paths().items():
