@@ -98,8 +98,23 @@ def _used(held: pl.DataFrame, candidates: pl.DataFrame, topology: pl.DataFrame) 
     )
 
 
+def _held_levels(held: pl.DataFrame) -> pl.DataFrame:
+    """Per cluster, host and instant a run started or ended: the GPUs runs held from then on."""
+    starts = held.select("cluster", "hostname", ts=pl.col("start_time"), delta=pl.col("held"))
+    ends = held.select("cluster", "hostname", ts=pl.col("run_end"), delta=-pl.col("held"))
+    return (
+        pl.concat([starts, ends], how="vertical")
+        .group_by("cluster", "hostname", "ts")
+        .agg(pl.col("delta").sum())
+        .sort("cluster", "hostname", "ts")
+        .with_columns(level=pl.col("delta").cum_sum().over("cluster", "hostname"))
+        .sort("ts")
+    )
+
+
 def _free_hosts(held: pl.DataFrame, candidates: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFrame:
-    """Per candidate run and candidate host: whole GPUs not held by other runs at its start."""
+    """Per candidate run and candidate host: whole GPUs not held by other runs at its start
+    (the held level at that instant, a run ending then already gone, minus the run's own)."""
     partition_hosts = held.select("cluster", "partition_name", "hostname").unique()
     with_partition = candidates.filter(pl.col("partition_name").is_not_null()).join(
         partition_hosts, on=["cluster", "partition_name"]
@@ -111,21 +126,20 @@ def _free_hosts(held: pl.DataFrame, candidates: pl.DataFrame, topology: pl.DataF
         pl.concat([with_partition, without], how="vertical")
         .join(topology, on=["cluster", "hostname"])
         .filter(pl.col("gpu_model") == pl.col("model"))
+        .sort("start_time")
     )
-    others = held.select("cluster", "hostname", "held", o_run="_run", o_start="start_time", o_end="run_end")
-    busy = (
-        pool.select("_run", "cluster", "hostname", "start_time")
-        .join(others, on=["cluster", "hostname"])
-        .filter(
-            (pl.col("o_run") != pl.col("_run"))
-            & (pl.col("o_start") <= pl.col("start_time"))
-            & (pl.col("start_time") < pl.col("o_end"))
-        )
-        .group_by("_run", "hostname")
-        .agg(pl.col("held").sum().alias("busy"))
-    )
-    free = (pl.col("host_gpus") - pl.col("busy").fill_null(0.0) + _EPS).floor().clip(lower_bound=0.0)
-    return pool.join(busy, on=["_run", "hostname"], how="left").with_columns(free=free)
+    own = held.select("_run", "hostname", own=pl.col("held"))
+    at_start = pool.join_asof(
+        _held_levels(held).select("cluster", "hostname", "ts", "level"),
+        left_on="start_time",
+        right_on="ts",
+        by=["cluster", "hostname"],
+        strategy="backward",
+        check_sortedness=False,  # both sorted by the instant: within each host too
+    ).join(own, on=["_run", "hostname"], how="left")
+    busy = pl.col("level").fill_null(0.0) - pl.col("own").fill_null(0.0)
+    free = (pl.col("host_gpus") - busy + _EPS).floor().clip(lower_bound=0.0)
+    return at_start.with_columns(free=free)
 
 
 def _fewest(free_hosts: pl.DataFrame, candidates: pl.DataFrame, key: str, prefix: str) -> pl.DataFrame:
