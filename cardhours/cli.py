@@ -100,6 +100,8 @@ def simulate(
     if metrics_format not in ("parquet", "om", "both"):
         raise typer.BadParameter("--metrics-format must be parquet, om or both")
     first = date.fromisoformat(start)
+    if repartition_mig and gpus < 32:  # the simulator's first MIG node comes with the fourth node
+        raise typer.BadParameter("--repartition-mig needs a MIG node: use --gpus 32 or more")
     with _progress() as progress:
         task = progress.add_task("simulate", total=days)
 

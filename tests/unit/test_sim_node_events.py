@@ -9,7 +9,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from typer.testing import CliRunner
 
+from cardhours.cli import app
 from simulate.run import SimulationResult, simulate
 
 START = date(2026, 10, 1)
@@ -107,3 +109,11 @@ def test_without_the_options_nothing_changes(tmp_path: Path) -> None:
     inventory = pl.read_parquet(plain.inventory_path)
     assert plain.events_path is None and not (tmp_path / "plain" / "sacctmgr_events.txt").exists()
     assert inventory.filter(pl.col("gpu_i_id") == 2).height == 0
+
+
+def test_the_command_refuses_a_repartition_without_a_mig_node(tmp_path: Path) -> None:
+    args = ["simulate", "--out", str(tmp_path / "x"), "--gpus", "24", "--days", "1", "--repartition-mig"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "--repartition-mig needs a MIG node: use --gpus 32 or more" in " ".join(result.output.split())
+    assert not (tmp_path / "x").exists()
