@@ -87,6 +87,12 @@ def simulate(
     kube: Annotated[
         bool, typer.Option("--kube", help="Add a Kubernetes node pool: kube_state.om, truth_pods.parquet.")
     ] = False,
+    repartition_mig: Annotated[
+        bool, typer.Option("--repartition-mig", help="Re-partition a MIG node mid-window (needs 32 GPUs or more).")
+    ] = False,
+    drain_node: Annotated[
+        bool, typer.Option("--drain-node", help="Drain a node for a while: sacctmgr_events.txt.")
+    ] = False,
 ) -> None:
     """Write a simulated cluster's inputs: metrics, sacct.txt, a config and truth.parquet."""
     from simulate.run import simulate as run_simulation
@@ -94,6 +100,8 @@ def simulate(
     if metrics_format not in ("parquet", "om", "both"):
         raise typer.BadParameter("--metrics-format must be parquet, om or both")
     first = date.fromisoformat(start)
+    if repartition_mig and gpus < 32:  # the simulator's first MIG node comes with the fourth node
+        raise typer.BadParameter("--repartition-mig needs a MIG node: use --gpus 32 or more")
     with _progress() as progress:
         task = progress.add_task("simulate", total=days)
 
@@ -111,6 +119,8 @@ def simulate(
             cluster=cluster,
             progress=report,
             kube=kube,
+            repartition=repartition_mig,
+            drain=drain_node,
         )
     out.print(f"simulated {days} days of {gpus} GPUs into {out_dir}", highlight=False)
     for name, path in result.paths().items():

@@ -58,8 +58,10 @@ class NodeGroup(StrictModel):
     model_name: Text  # as dcgm-exporter's modelName label prints it
     gpus_per_node: PositiveInt
     gpu_memory_mib: PositiveInt
+    # The NVLink domain (GPUs joined by NVLink/NVSwitch) all these hosts share, for a rack-scale
+    # domain spanning hosts (GB200 NVL72); unset: each host is its own domain (HGX/DGX nodes).
     nvlink_domain: Text | None = None
-    switch_group: Text | None = None
+    switch_group: Text | None = None  # the leaf switch these hosts are under
     mig_layout: list[MigProfile] = Field(default_factory=list)
 
     @field_validator("hosts")

@@ -75,9 +75,8 @@ FLAG_REASONS: tuple[FlagReason, ...] = (
     FlagReason(
         "MULTINODE_FRAGMENTED",
         ("low",),
-        "GPUs spread over more hosts than needed",
-        "Prefer one host / NVLink domain: ask for whole nodes (e.g. --nodes=1 --gpus-per-node=N) "
-        "so the GPUs talk over NVLink instead of the network.",
+        "GPUs spread over more NVLink domains or switch groups than the free GPUs at its start needed",
+        None,
     ),
 )
 REASONS = tuple(reason.code for reason in FLAG_REASONS)  # a run's reasons are listed in this order

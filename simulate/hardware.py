@@ -43,6 +43,9 @@ class Node:
     mig_layout: tuple[str, ...] | None
     nvlink_domain: str
     switch_group: str
+    # (gpu_i_id, profile) of a later MIG layout (simulate/node_events.py): its instances that
+    # are not in mig_layout are slots too, after the node's first layout
+    later_layout: tuple[tuple[int, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ def slot_table(cluster: Cluster) -> tuple[Slot, ...]:
     out: list[Slot] = []
     for node in cluster.nodes:
         for gpu in range(GPUS_PER_NODE):
-            layout = zip(MIG_GI_IDS, node.mig_layout, strict=True) if node.mig_layout else [(None, None)]
+            layout = list(zip(MIG_GI_IDS, node.mig_layout, strict=True)) if node.mig_layout else [(None, None)]
+            layout += [i for i in node.later_layout or () if i not in layout]
             for gi_id, profile in layout:
                 out.append(Slot(node.index, node.hostname, gpu, gi_id, profile, node.model.gpu_model))
     return tuple(out)

@@ -12,11 +12,20 @@ from simulate.cluster import build_cluster, build_inventory
 from simulate.config_writer import write_config
 from simulate.jobs import DAY, build_org, generate_jobs
 from simulate.kube import hook as kube_hook
+from simulate.node_events import (
+    drop_absent,
+    instance_windows,
+    site_events,
+    unavailable_slots,
+    with_layouts,
+    write_sacctmgr_events,
+)
 from simulate.parquet_writer import write_day_parquet
 from simulate.sacct_writer import write_sacct
 from simulate.samples import generate_day
 from simulate.scheduler import schedule
 from simulate.truth import TruthAccumulator, allocations_frame, truth_frame
+from simulate.truth_capacity import capacity_truth
 
 METRICS_FORMATS = ("parquet", "om", "both")
 Progress = Callable[[str, int, int], None]
@@ -43,6 +52,8 @@ class SimulationResult:
     n_samples: int
     kube_state_path: Path | None = None  # kube-state-metrics / Kueue / Volcano series (kube=True): file or folder
     truth_pods_path: Path | None = None
+    truth_capacity_path: Path | None = None
+    events_path: Path | None = None  # sacctmgr show event (drain=True)
 
     def paths(self) -> dict[str, Path]:
         """The files and directories written, by name (absent formats left out)."""
@@ -55,6 +66,8 @@ class SimulationResult:
             "openmetrics": self.om_path,
             "kube_state": self.kube_state_path,
             "truth_pods": self.truth_pods_path,
+            "truth_capacity": self.truth_capacity_path,
+            "events": self.events_path,
         }
         return {name: path for name, path in named.items() if path is not None}
 
@@ -81,11 +94,15 @@ def simulate(
     kube: bool = False,
     kube_state_step: int | None = None,
     kube_state_daily: bool = False,
+    repartition: bool = False,
+    drain: bool = False,
 ) -> SimulationResult:
     """Simulate ``days`` days from ``start`` (UTC) of a ``gpus``-GPU cluster into ``out_dir``.
     ``kube``: add the Kubernetes pool, its kube-state-metrics series scraped every
     ``kube_state_step`` seconds (default ``step_seconds``), written as one file or, with
-    ``kube_state_daily``, a folder of one file per day (read a day at a time in file mode)."""
+    ``kube_state_daily``, a folder of one file per day (read a day at a time in file mode).
+    ``repartition``: a MIG node re-partitioned mid-window; ``drain``: a node drained for a
+    while, written to ``sacctmgr_events.txt`` (simulate/node_events.py)."""
     _check(gpus, days, step_seconds, metrics_format)
     report = progress or (lambda stage, done, total: None)
     out_dir = Path(out_dir)
@@ -93,11 +110,14 @@ def simulate(
     window_start = datetime(start.year, start.month, start.day)
 
     report("schedule", 0, 1)
-    layout = build_cluster(cluster, gpus, seed)
+    base = build_cluster(cluster, gpus, seed)
+    events = site_events(base, window_start, days, repartition, drain)
+    layout = with_layouts(base, events)
+    windows = instance_windows(base, events)
     inventory = build_inventory(layout, seed)
     org = build_org(seed)
-    jobs = generate_jobs(layout, org, start, days, seed)
-    runs = schedule(layout, jobs, window_start, days * DAY)
+    jobs = generate_jobs(base, org, start, days, seed)
+    runs = schedule(layout, jobs, window_start, days * DAY, unavailable_slots(layout, events, window_start))
     allocations = allocations_frame(runs, seed)
     report("schedule", 1, 1)
 
@@ -111,7 +131,7 @@ def simulate(
         pending: Future | None = None
         for i in range(days):
             day = start + timedelta(days=i)
-            frame = generate_day(inventory, allocations, day, step_seconds, seed, cluster)
+            frame = drop_absent(generate_day(inventory, allocations, day, step_seconds, seed, cluster), windows)
             frame, om_frame = kube_hook.add_day(pool, day, frame)
             if parquet:
                 if pending is not None:
@@ -133,6 +153,13 @@ def simulate(
     n_sacct = write_sacct(sacct_path, runs, inventory, cluster)
     truth_rows = truth_frame(runs, org, inventory, cluster, truth.totals())
     truth_rows.write_parquet(truth_path)
+    truth_capacity_path = out_dir / "truth_capacity.parquet"
+    capacity_truth(inventory, windows, allocations, events, cluster, window_start, days).write_parquet(
+        truth_capacity_path
+    )
+    events_path = out_dir / "sacctmgr_events.txt" if events.drains else None
+    if events_path is not None:
+        write_sacctmgr_events(events_path, events, cluster, window_start)
     kube_hook.inventory(pool, inventory).write_parquet(inventory_path)
     write_config(
         config_path,
@@ -159,5 +186,7 @@ def simulate(
         n_runs=truth_rows.height,
         n_sacct_rows=n_sacct,
         n_samples=n_samples,
+        truth_capacity_path=truth_capacity_path,
+        events_path=events_path,
         **kube_paths,
     )

@@ -1,7 +1,9 @@
 """An event-driven Slurm-like scheduler: priority FIFO (QOS ``high`` first, then submit
 time) with EASY backfill: the first job that does not fit gets a reservation at the
 earliest time running jobs' time limits guarantee; later jobs may start now only if
-they end (by their limit) before it or use none of the reserved devices.
+they end (by their limit) before it or use none of the reserved devices. Devices can be
+unavailable for a while (a drained node, MIG instances before or after a re-partition:
+simulate/node_events.py): a job whose limit reaches into such a window does not get them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class _Sim:
 
     cluster: Cluster
     horizon: int
+    unavailable: tuple[tuple[int, int, frozenset[int]], ...] = ()  # (from, to, device ids)
     free: FreeSlots = field(init=False)
     events: list[tuple[int, int, str, object]] = field(default_factory=list)
     queue: list[Item] = field(default_factory=list)
@@ -44,6 +47,20 @@ class _Sim:
 
     def __post_init__(self) -> None:
         self.free = FreeSlots(self.cluster)
+        for _, until, _ in self.unavailable:
+            if 0 <= until < self.horizon:  # devices come back: schedule then
+                self.push(until, "wake", None)
+
+    def _on_wake(self, obj: object, now: int) -> None:
+        pass
+
+    def _unavailable(self, now: int, ends_by: int) -> frozenset[int]:
+        """Devices unavailable at some time of [now, ends_by)."""
+        out: frozenset[int] = frozenset()
+        for since, until, ids in self.unavailable:
+            if since < ends_by and now < until:
+                out |= ids
+        return out
 
     def push(self, time: int, kind: str, obj: object) -> None:
         heapq.heappush(self.events, (time, next(self.seq), kind, obj))
@@ -102,7 +119,9 @@ class _Sim:
             if self._throttled(item.job):
                 continue
             blocked = _blocked(reservation, now + item.job.timelimit)
-            shape = (request.models, request.mig_profile, request.nodes > 1, bool(blocked))
+            if self.unavailable:
+                blocked |= self._unavailable(now, now + item.job.timelimit)
+            shape = (request.models, request.mig_profile, request.nodes > 1, blocked)
             known_misfit = failed.get(shape, 1 << 30) <= request.gpus  # free devices only shrink in a pass
             slots = None if known_misfit else self.free.place(request, blocked)
             if slots is not None:
@@ -179,9 +198,16 @@ class _Sim:
         return tuple((table[i].hostname, table[i].gpu, table[i].gi_id) for i in slots)
 
 
-def schedule(cluster: Cluster, jobs: list[JobSpec], window_start: datetime, horizon: int) -> list[Run]:
-    """Simulate the window [window_start, +horizon s); runs sorted by job id and run index."""
-    sim = _Sim(cluster, horizon)
+def schedule(
+    cluster: Cluster,
+    jobs: list[JobSpec],
+    window_start: datetime,
+    horizon: int,
+    unavailable: tuple[tuple[int, int, frozenset[int]], ...] = (),
+) -> list[Run]:
+    """Simulate the window [window_start, +horizon s); runs sorted by job id and run index.
+    ``unavailable``: (from, to, device ids) in seconds from the window start."""
+    sim = _Sim(cluster, horizon, unavailable)
     for job in jobs:
         if not 0 <= job.submit <= job.eligible < horizon:
             raise ValueError(f"job {job.job_id}: submit/eligible outside the window")

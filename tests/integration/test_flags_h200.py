@@ -53,8 +53,16 @@ INVENTORY = pl.DataFrame(
         "gpu_model": ["H200"],
         "gpu_i_profile": [None],
         "memory_mib": [H200_MIB],
+        "nvlink_domain": [None],
+        "switch_group": [None],
     },
-    schema_overrides={"gpu": pl.Int16, "gpu_i_profile": pl.String, "memory_mib": pl.Int64},
+    schema_overrides={
+        "gpu": pl.Int16,
+        "gpu_i_profile": pl.String,
+        "memory_mib": pl.Int64,
+        "nvlink_domain": pl.String,
+        "switch_group": pl.String,
+    },
 )
 
 

@@ -15,17 +15,25 @@ MONTH = date(2024, 3, 1)
 PERIOD_END = datetime(2024, 4, 1)
 H100_MIB = 81559  # "NVIDIA H100 80GB HBM3" as nvidia-smi reports it
 START = datetime(2024, 3, 10, 8)
+INVENTORY_SCHEMA = {
+    "cluster": pl.String,
+    "hostname": pl.String,
+    "gpu": pl.Int16,
+    "gpu_i_profile": pl.String,
+    "memory_mib": pl.Int64,
+    "gpu_model": pl.String,
+    "nvlink_domain": pl.String,
+    "switch_group": pl.String,
+}
+# n1-n4: HGX H100 nodes (each its own NVLink domain), n1-n2 under leaf-1, n3-n4 under leaf-2.
 INVENTORY = pl.DataFrame(
-    [("c1", f"n{h}", g, None, H100_MIB) for h in (1, 2, 3, 4) for g in range(8)]
-    + [("c1", "h200", 0, None, 143771), ("c1", "a40", 0, None, 40960)]
-    + [("c1", "m1", 0, "3g.40gb", 40960), ("c1", "m1", 0, "4g.40gb", 40960), ("c1", "m1", 0, "1g.10gb", 10240)],
-    schema={
-        "cluster": pl.String,
-        "hostname": pl.String,
-        "gpu": pl.Int16,
-        "gpu_i_profile": pl.String,
-        "memory_mib": pl.Int64,
-    },
+    [("c1", f"n{h}", g, None, H100_MIB, "H100", None, f"leaf-{(h + 1) // 2}") for h in (1, 2, 3, 4) for g in range(8)]
+    + [("c1", "h200", 0, None, 143771, "H200", None, None), ("c1", "a40", 0, None, 40960, "A40", None, None)]
+    + [
+        ("c1", "m1", 0, profile, memory, "A100", None, None)
+        for profile, memory in (("3g.40gb", 40960), ("4g.40gb", 40960), ("1g.10gb", 10240))
+    ],
+    schema=INVENTORY_SCHEMA,
     orient="row",
 )
 PRICES = {"H100": 2.0, "A100": 1.0}
@@ -98,10 +106,12 @@ def thresholds(**overrides) -> FlagsConfig:
     return FlagsConfig(**overrides)
 
 
-def flags(rows: list[dict], profiles: dict | None = None, **overrides) -> pl.DataFrame:
+def flags(
+    rows: list[dict], profiles: dict | None = None, inventory: pl.DataFrame = INVENTORY, **overrides
+) -> pl.DataFrame:
     usage = pl.DataFrame(rows, schema=USAGE_SCHEMA)
     profile = profile_rows(rows, **(profiles or {}))
-    return fct_job_flags(usage, profile, INVENTORY, thresholds(**overrides), PRICES, "EUR", PERIOD_END, MONTH)
+    return fct_job_flags(usage, profile, inventory, thresholds(**overrides), PRICES, "EUR", PERIOD_END, MONTH)
 
 
 def reasons(rows: list[dict], job_id: str = "1", **kwargs) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""fct_job_flags OVERSIZED (the smallest fitting MIG slice) and MULTINODE_FRAGMENTED."""
+"""fct_job_flags OVERSIZED (the smallest fitting MIG slice)."""
 
 from __future__ import annotations
 
@@ -88,23 +88,3 @@ def test_oversized_mig_names_the_smallest_fitting_slice(profile: str, util: floa
 def test_oversized_wastes_what_the_slice_leaves() -> None:
     out = flags([usage_row(hours=7.0, util=0.05)]).filter(pl.col("reason") == "OVERSIZED")
     assert out.get_column("wasted_gpu_hours")[0] == pytest.approx(7.0 * 6 / 7)
-
-
-@pytest.mark.parametrize(
-    ("gpus", "hosts", "flagged"),
-    [
-        (4.0, "n1,n2,n3,n4", True),
-        (8.0, "n1", False),
-        (16.0, "n1,n2", False),
-        (16.0, "n1,n2,n3", True),
-        (2.0, "n1,n2", True),
-    ],
-)
-def test_multinode_fragmented(gpus: float, hosts: str, flagged: bool) -> None:
-    got = reasons([usage_row(util=0.8, gpus=gpus, hosts=hosts)])
-    assert (got.get("MULTINODE_FRAGMENTED") == "low") is flagged
-
-
-def test_multinode_detail() -> None:
-    out = flags([usage_row(util=0.8, gpus=4.0, hosts="n1,n2,n3,n4")])
-    assert out.get_column("detail")[0] == "4 GPUs spread over 4 hosts; 1 host(s) of 8 GPUs would hold them"

@@ -52,7 +52,7 @@ def test_files_written(both: tuple[SimulationResult, list]) -> None:
     assert result.n_runs == pl.read_parquet(result.truth_path).height
     assert result.n_instances == pl.read_parquet(result.inventory_path).height == 16
     assert ("samples", 2, 2) in calls and calls[-1] == ("write", 1, 1)
-    assert set(result.paths()) == {"sacct", "truth", "inventory", "config", "metrics", "openmetrics"}
+    assert set(result.paths()) == {"sacct", "truth", "inventory", "config", "metrics", "openmetrics", "truth_capacity"}
     config = load_config(result.config_path)
     assert config.cluster("sim").metrics.path == result.metrics_dir
 

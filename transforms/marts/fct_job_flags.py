@@ -1,9 +1,10 @@
 """marts.fct_job_flags: one row per flagged job run and reason, for the monthly review.
 
 Input: the month's ``fct_job_usage`` rows, the time-shape profile of each run
-(``int_job_activity_profiled``), the inventory (card memory, GPUs per node) and the
+(``int_job_activity_profiled``), the inventory (card memory, GPUs per node, NVLink domains and
+switch groups: ``placement_at_start``) and the
 thresholds of the config's ``flags`` section. The rules live in ``transforms/marts/flag_rules``
-(activity, sizing, schedule: each lists its rules in ``RULES``), their codes in
+(activity, sizing, placement, schedule: each lists its rules in ``RULES``), their codes in
 contracts/flags.py; docs/marts.md describes each with its default threshold.
 """
 
@@ -16,8 +17,9 @@ import polars as pl
 
 from contracts.flags import REASON_RANK
 from contracts.price_segments import MIG_SUFFIX
-from transforms.marts.flag_rules import RULE_SCHEMA, Rule, Thresholds, activity, schedule, sizing
+from transforms.marts.flag_rules import RULE_SCHEMA, Rule, Thresholds, activity, placement, schedule, sizing
 from transforms.marts.flag_rules.costs import with_idle_cost
+from transforms.marts.placement_at_start import placement_at_start
 
 SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
@@ -46,7 +48,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "month": pl.Date(),
 }
 
-RULES: tuple[Rule, ...] = (*activity.RULES, *sizing.RULES, *schedule.RULES)
+RULES: tuple[Rule, ...] = (*activity.RULES, *sizing.RULES, *placement.RULES, *schedule.RULES)
 RUN = ["cluster", "job_id_raw", "start_time"]
 PROFILE_COLUMNS = ("measured_hours", "steady_share", "tail_zero_hours")
 
@@ -65,7 +67,8 @@ def _cards(inventory: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 def prepare(usage: pl.DataFrame, profile: pl.DataFrame, inventory: pl.DataFrame, period_end: datetime) -> pl.DataFrame:
     """fct_job_usage rows plus what the rules read: ``_run``, ``n_hosts``, ``mig_profile``,
     ``card_memory_mib``, ``gpus_per_node``, ``memory_efficiency``, ``held_fraction``,
-    ``run_end``/``run_seconds`` (end, capped at the period end) and the profile columns."""
+    ``run_end``/``run_seconds`` (end, capped at the period end), the profile columns and the
+    placement columns (``placement_at_start``)."""
     memory, per_node = _cards(inventory)
     hosts = pl.col("hosts").fill_null("").str.split(",").list.eval(pl.element().filter(pl.element() != ""))
     frame = usage.with_row_index("_run").with_columns(
@@ -86,12 +89,13 @@ def prepare(usage: pl.DataFrame, profile: pl.DataFrame, inventory: pl.DataFrame,
     )
     run_end = pl.min_horizontal(pl.col("end_time").fill_null(period_end), pl.lit(period_end))
     card = pl.col("card_memory_mib")
-    return frame.with_columns(
+    frame = frame.with_columns(
         memory_efficiency=pl.when(card > 0).then(pl.col("peak_fb_used_mib") / card),
         held_fraction=pl.when(card > 0).then(pl.col("mean_fb_used_mib") / card),
         run_end=run_end,
         run_seconds=(run_end - pl.col("start_time")).dt.total_seconds().cast(pl.Float64),
     )
+    return frame.join(placement_at_start(frame, inventory), on="_run", how="left", maintain_order="left")
 
 
 def flag_rows(jobs: pl.DataFrame, thresholds: Thresholds) -> pl.DataFrame:
@@ -112,7 +116,8 @@ def fct_job_flags(
     """SCHEMA rows, ordered by cluster, job_id, start_time and reason (registry order).
 
     ``usage``: fct_job_usage rows of ``month``; ``profile``: int_job_activity_profiled rows;
-    ``inventory``: cluster, hostname, gpu, gpu_i_profile, memory_mib (config inventory frame);
+    ``inventory``: cluster, hostname, gpu, gpu_i_profile, memory_mib, gpu_model, nvlink_domain,
+    switch_group (the config inventory frame);
     ``prices``: list price segments per GPU model (``config.rates.price_frame``; a run's
     idle GPU-hours are priced over its held interval, split at price changes), or one price per
     model for all time; MIG runs are priced at their base model.

@@ -1,6 +1,5 @@
-"""Rules on the shape of an allocation: OVERSIZED (a whole GPU where a MIG slice would do, or
-a MIG slice where a smaller one would) and MULTINODE_FRAGMENTED (more hosts than the GPU
-count needs)."""
+"""Rules on the size of an allocation: OVERSIZED (a whole GPU where a MIG slice would do, or
+a MIG slice where a smaller one would)."""
 
 from __future__ import annotations
 
@@ -144,19 +143,4 @@ def oversized_mig(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
     return emit(candidates, "OVERSIZED", detail, wasted, recommendation=recommendation)
 
 
-def multinode_fragmented(jobs: pl.DataFrame, t: Thresholds) -> pl.DataFrame:
-    """A whole-GPU run on more hosts than ceil(gpus / GPUs per node of its first host): low."""
-    del t  # no threshold: the topology decides
-    needed = (pl.col("gpus") / pl.col("gpus_per_node")).ceil()
-    rule = whole_gpus() & (pl.col("gpu_hours") > 0) & (pl.col("gpus_per_node") > 0) & (pl.col("n_hosts") > needed)
-    detail = pl.format(
-        "{} GPUs spread over {} hosts; {} host(s) of {} GPUs would hold them",
-        pl.col("gpus").round(0).cast(pl.Int64),
-        pl.col("n_hosts"),
-        needed.cast(pl.Int64),
-        pl.col("gpus_per_node"),
-    )
-    return emit(jobs.filter(rule), "MULTINODE_FRAGMENTED", detail, pl.lit(0.0))
-
-
-RULES: tuple[Rule, ...] = (oversized, oversized_mig, multinode_fragmented)
+RULES: tuple[Rule, ...] = (oversized, oversized_mig)
