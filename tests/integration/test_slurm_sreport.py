@@ -124,7 +124,8 @@ def test_drain_events_start_when_the_node_is_drained_and_maintenance_drains_are_
     (maint,) = measured.event("drain in maintenance")
     (in_resv,) = measured.event("drain in reservation")
     assert (idle.state, busy.state, maint.state, in_resv.state) == ("DRAIN", "DRAIN", "DRAIN$", "DRAIN")
-    assert busy.start == measured.job("drain-busy").end  # DRAINING with a job running is no event
+    job_end = measured.job("drain-busy").end
+    assert job_end is not None and job_end <= busy.start <= job_end + 2  # DRAINING with a job is no event
     team = measured.resv("team")
     assert team.start <= in_resv.start and in_resv.end is not None and in_resv.end <= team.end
 
