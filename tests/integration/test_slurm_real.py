@@ -8,6 +8,7 @@ staged runs are checked against what was submitted.
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ import polars as pl
 import pytest
 
 from sources.sacct import parse_sacct_output, parse_sacct_text, run_sacct
+from sources.slurm_nodes import parse_scontrol_nodes, run_scontrol_nodes
 from tests.slurm_harness import CRED_EXPIRE, SlurmCluster
 from tests.slurm_harness.cluster import _binary
 from tests.slurm_harness.jobs import FILL, FILL_SECONDS, MIX, QUEUED, RUN_SECONDS, JobMix, run_mix
@@ -258,3 +260,13 @@ def test_json_gives_the_same_runs_as_parsable2_including_dirty_job_names(real: I
     # Slurm that passes the byte through is decoded with U+FFFD (tests/integration/test_dirty_accounting.py)
     assert [names[i] for i in ids] == ["a|b||c", "caf?-train"]
     assert text.filter(pl.col("job_id_raw").is_in(ids))["gpus"].to_list() == [1.0, 1.0]
+
+
+def test_scontrol_node_command_mode_reads_the_node_and_its_gpus(real: Ingested) -> None:
+    command = shlex.join(["env", f"SLURM_CONF={real.cluster.env['SLURM_CONF']}", _binary("scontrol")])
+    text, read_at = run_scontrol_nodes(command)
+    rows, rejects = parse_scontrol_nodes(text, source="scontrol", cluster=CLUSTER, read_at=read_at)
+    assert rejects.is_empty(), rejects
+    got = [(r["hostname"], r["gpu_type"], r["mig_profile"], r["gpus"], r["state"]) for r in rows.to_dicts()]
+    assert got == [("localhost", "h200", None, 8, "IDLE")]
+    assert abs((datetime.now(UTC).replace(tzinfo=None) - read_at).total_seconds()) < 60
