@@ -68,11 +68,11 @@ def test_inventory_frame_whole_gpus_and_mig_instances() -> None:
     assert whole["memory_mib"].unique().to_list() == [81559]
     assert whole.filter(pl.col("hostname") == "gpu-012")["gpu"].to_list() == list(range(8))
     one_gpu = frame.filter((pl.col("hostname") == "gpu-014") & (pl.col("gpu") == 7))
-    assert one_gpu.select("gpu_i_id", "gpu_i_profile", "memory_mib", "nvlink_domain").rows() == [
-        (0, "3g.40gb", 40960, "nvl-b"),
-        (1, "2g.20gb", 20480, "nvl-b"),
-        (2, "1g.10gb", 10240, "nvl-b"),
-        (3, "1g.10gb", 10240, "nvl-b"),
+    assert one_gpu.select("gpu_i_id", "gpu_i_profile", "memory_mib", "switch_group").rows() == [
+        (0, "3g.40gb", 40960, "leaf-2"),
+        (1, "2g.20gb", 20480, "leaf-2"),
+        (2, "1g.10gb", 10240, "leaf-2"),
+        (3, "1g.10gb", 10240, "leaf-2"),
     ]
     assert one_gpu["gpu_fraction"].to_list() == pytest.approx([3 / 7, 2 / 7, 1 / 7, 1 / 7])
     assert sorted(frame["hostname"].unique()) == [f"gpu-{n:03d}" for n in range(1, 15)]
