@@ -12,12 +12,12 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 from tests.support.focus_conformance import csv_problems, parquet_problems
+from tests.support.warehouse_read import read
 from warehouse.lock import lock_path, read_holder
 
 pytestmark = [pytest.mark.slow]
@@ -25,14 +25,6 @@ pytestmark = [pytest.mark.slow]
 ROOT = Path(__file__).parents[2]
 MONTH = "2026-10"
 FLAGS = ["capacity_balanced", "cost_balanced", "departments_balanced", "jobs_balanced"]
-
-
-def _read(database: Path, sql: str) -> pl.DataFrame:
-    conn = duckdb.connect(str(database), read_only=True)
-    try:
-        return conn.sql(sql).pl()
-    finally:
-        conn.close()
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +66,7 @@ def test_export_conforms_and_reconciles(sim: dict) -> None:
     folder = sim["root"] / "reports" / MONTH
     assert csv_problems(folder / "chargeback_focus.csv") == []
     assert parquet_problems(folder / "chargeback_focus.parquet") == []
-    rec = _read(sim["database"], "SELECT * FROM marts.mart_chargeback_reconciliation")
+    rec = read(sim["database"], "SELECT * FROM marts.mart_chargeback_reconciliation")
     assert rec.height == 1 and rec.select(FLAGS).row(0) == (True,) * 4
     focus = pl.read_csv(folder / "chargeback_focus.csv", infer_schema=False)
     capacity = 16 * 744
@@ -119,7 +111,7 @@ def test_a_close_while_a_run_holds_the_warehouse_is_refused(sim: dict) -> None:
         f"PID {run.pid} on {socket.gethostname()}; wait for it to finish and try again"
     ) in close.stderr
     assert "Traceback" not in close.stderr
-    assert _read(sim["database"], "SELECT count(*) AS n FROM marts.chargeback_closed_months")["n"][0] == 0
+    assert read(sim["database"], "SELECT count(*) AS n FROM marts.chargeback_closed_months")["n"][0] == 0
 
 
 def _wait_for_holder(path: Path, run: subprocess.Popen) -> dict:
@@ -141,7 +133,7 @@ def test_close_then_fixed_mapping_gives_corrections_in_the_next_month(sim: dict)
         ["sha256sum", "-c", "MANIFEST.sha256"], cwd=sim["root"] / "reports" / MONTH, capture_output=True, text=True
     )
     assert check.returncode == 0 and check.stdout.count(": OK") == 3
-    frozen = _read(database, "SELECT * FROM marts.chargeback_ledger ORDER BY ALL")
+    frozen = read(database, "SELECT * FROM marts.chargeback_ledger ORDER BY ALL")
     unmapped = frozen.filter(pl.col("SubAccountId") == "unmapped")["BilledCost"].sum()
     config = sim["config"]
     text = config.read_text()
@@ -150,14 +142,14 @@ def test_close_then_fixed_mapping_gives_corrections_in_the_next_month(sim: dict)
     config.write_text(text[:first] + f'[[org.accounts]]\naccount = "{account}"\ndepartment = "nlp"\n\n' + text[first:])
     rerun = runner.invoke(app, ["run", "--config", str(config), "--month", MONTH])
     assert rerun.exit_code == 0, rerun.output
-    assert _read(database, "SELECT * FROM marts.chargeback_ledger ORDER BY ALL").equals(frozen)
+    assert read(database, "SELECT * FROM marts.chargeback_ledger ORDER BY ALL").equals(frozen)
     fixes = pl.read_csv(sim["root"] / "reports" / "2026-11" / "chargeback_focus.csv", infer_schema=False)
     assert set(fixes["ChargeClass"]) == {"Correction"} and set(fixes["ChargePeriodStart"].str.slice(0, 7)) == {MONTH}
     moved = sum(Decimal(c) for c in fixes.filter(pl.col("SubAccountId") == "unmapped")["BilledCost"])
     assert moved == -unmapped  # usage and idle share move; the rest is rounding of merged rows:
     assert abs(sum(Decimal(c) for c in fixes["BilledCost"])) <= Decimal("0.10")
     assert csv_problems(sim["root"] / "reports" / "2026-11" / "chargeback_focus.csv") == []
-    rec = _read(database, "SELECT * FROM marts.mart_chargeback_reconciliation")
+    rec = read(database, "SELECT * FROM marts.mart_chargeback_reconciliation")
     assert rec.select(FLAGS).row(0) == (True,) * 4
     verified = runner.invoke(app, ["ledger", "verify", "--config", str(config)])
     assert verified.exit_code == 0 and verified.output.strip().endswith(f"head hash of {MONTH}: {head}")

@@ -5,13 +5,12 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 from cardhours.cli import app
-from tests.support.warehouse_read import table_digests
+from tests.support.warehouse_read import read, table_digests
 
 pytestmark = [pytest.mark.slow]
 
@@ -54,14 +53,6 @@ def month_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"root": root, "config": config, "database": database, "first": snapshot, "output": first.output}
 
 
-def _read(database: Path, sql: str) -> pl.DataFrame:
-    conn = duckdb.connect(str(database), read_only=True)
-    try:
-        return conn.sql(sql).pl()
-    finally:
-        conn.close()
-
-
 def test_outputs_are_printed_and_written(month_run: dict) -> None:
     review = month_run["root"] / "sim" / "reports" / MONTH / "review.html"
     assert review.is_file()
@@ -83,16 +74,16 @@ def test_rerun_gives_identical_rows(month_run: dict) -> None:
 
 def test_gpu_hours_match_truth(month_run: dict) -> None:
     truth = pl.read_parquet(month_run["root"] / "sim" / "truth.parquet")
-    usage = _read(month_run["database"], "SELECT * FROM marts.fct_job_usage")
+    usage = read(month_run["database"], "SELECT * FROM marts.fct_job_usage")
     expected = truth["gpu_seconds"].sum() / 3600
     assert usage["gpu_hours"].sum() == pytest.approx(expected, rel=1e-9)
-    departments = _read(month_run["database"], "SELECT * FROM marts.mart_department_monthly WHERE NOT is_unallocated")
+    departments = read(month_run["database"], "SELECT * FROM marts.mart_department_monthly WHERE NOT is_unallocated")
     assert departments["gpu_hours"].sum() == pytest.approx(expected, rel=1e-9)
 
 
 def test_gpu_hours_match_truth_per_job_to_the_second(month_run: dict) -> None:
     truth = pl.read_parquet(month_run["root"] / "sim" / "truth.parquet").filter(pl.col("start_time").is_not_null())
-    usage = _read(month_run["database"], "SELECT * FROM marts.fct_job_usage WHERE start_time IS NOT NULL")
+    usage = read(month_run["database"], "SELECT * FROM marts.fct_job_usage WHERE start_time IS NOT NULL")
     joined = truth.join(usage, on=["job_id_raw", "start_time"], how="full", coalesce=True)
     assert joined.height == truth.height == usage.height
     seconds = (joined["gpu_hours"] * 3600 - joined["gpu_seconds"]).abs()
@@ -101,7 +92,7 @@ def test_gpu_hours_match_truth_per_job_to_the_second(month_run: dict) -> None:
 
 def test_utilization_matches_true_sm_activity(month_run: dict) -> None:
     truth = pl.read_parquet(month_run["root"] / "sim" / "truth.parquet").filter(pl.col("n_samples") > 0)
-    usage = _read(month_run["database"], "SELECT * FROM marts.fct_job_usage WHERE n_samples > 0")
+    usage = read(month_run["database"], "SELECT * FROM marts.fct_job_usage WHERE n_samples > 0")
     joined = truth.join(usage, left_on=["job_id_raw", "start_time"], right_on=["job_id_raw", "start_time"])
     assert joined.height == truth.height == usage.height
     error = (joined["utilization"] - joined["true_mean_sm_active"]).abs()
@@ -115,15 +106,15 @@ def test_sample_coverage_counts_against_the_simulated_step(month_run: dict) -> N
     that ran a whole number of steps are fully covered, the cluster nearly so."""
     config = (month_run["root"] / "sim" / "cardhours.toml").read_text()
     assert "step_seconds = 300" in config
-    cluster = _read(month_run["database"], "SELECT sample_coverage FROM marts.mart_cluster_monthly").row(0)
+    cluster = read(month_run["database"], "SELECT sample_coverage FROM marts.mart_cluster_monthly").row(0)
     assert 0.95 <= cluster[0] <= 1.0
-    hourly = _read(month_run["database"], "SELECT expected_samples FROM marts.fct_gpu_hourly")
+    hourly = read(month_run["database"], "SELECT expected_samples FROM marts.fct_gpu_hourly")
     assert (hourly["expected_samples"] == 12).all()
 
 
 def test_jobs_without_samples_are_reported(month_run: dict) -> None:
     truth = pl.read_parquet(month_run["root"] / "sim" / "truth.parquet")
-    usage = _read(month_run["database"], "SELECT * FROM marts.fct_job_usage")
+    usage = read(month_run["database"], "SELECT * FROM marts.fct_job_usage")
     none = usage.filter(pl.col("n_samples") == 0)
     assert none.height == truth.filter(pl.col("n_samples") == 0).height
     assert (none["attribution_method"] == "none").all() and none["utilization"].is_null().all()
@@ -131,9 +122,9 @@ def test_jobs_without_samples_are_reported(month_run: dict) -> None:
 
 def test_gpu_hourly_is_consistent_with_jobs_capacity_and_samples(month_run: dict) -> None:
     database = month_run["database"]
-    hourly = _read(database, "SELECT * FROM marts.fct_gpu_hourly")
-    usage = _read(database, "SELECT gpu_hours FROM marts.fct_job_usage")
-    samples = _read(database, "SELECT count(*) AS n FROM raw.dcgm_samples").item()
+    hourly = read(database, "SELECT * FROM marts.fct_gpu_hourly")
+    usage = read(database, "SELECT gpu_hours FROM marts.fct_job_usage")
+    samples = read(database, "SELECT count(*) AS n FROM raw.dcgm_samples").item()
     assert hourly.height == 16 * 31 * 24
     assert hourly["capacity_seconds"].sum() == pytest.approx(16 * 31 * 24 * 3600)
     assert hourly["allocated_seconds"].sum() / 3600 == pytest.approx(usage["gpu_hours"].sum(), rel=1e-9)
@@ -145,12 +136,12 @@ def test_gpu_hourly_is_consistent_with_jobs_capacity_and_samples(month_run: dict
 
 
 def test_unmapped_account_is_reported_not_dropped(month_run: dict) -> None:
-    departments = _read(month_run["database"], "SELECT department, gpu_hours FROM marts.mart_department_monthly")
+    departments = read(month_run["database"], "SELECT department, gpu_hours FROM marts.mart_department_monthly")
     assert "unmapped" in departments["department"].to_list()
 
 
 def test_cluster_headline_is_consistent(month_run: dict) -> None:
-    cluster = _read(month_run["database"], "SELECT * FROM marts.mart_cluster_monthly").row(0, named=True)
+    cluster = read(month_run["database"], "SELECT * FROM marts.mart_cluster_monthly").row(0, named=True)
     assert cluster["month"] == date(2026, 10, 1)
     assert cluster["capacity_gpu_hours"] == pytest.approx(16 * 31 * 24)
     assert 0.2 < cluster["allocation_ratio"] < 1.0
@@ -194,7 +185,7 @@ def test_each_mart_is_also_parquet_for_bi_tools(month_run: dict) -> None:
         )
         assert files, table.name
         key = table.period
-        stored = _read(month_run["database"], f"SELECT * EXCLUDE ({key}) FROM {table.name} WHERE {key} = '2026-10-01'")
+        stored = read(month_run["database"], f"SELECT * EXCLUDE ({key}) FROM {table.name} WHERE {key} = '2026-10-01'")
         if table.name.startswith("marts.fct_chargeback"):
             stored = stored.drop("billing_month")
         parquet = pl.read_parquet(files[-1], hive_partitioning=False)

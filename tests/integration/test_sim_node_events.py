@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from pathlib import Path
 
-import duckdb
 import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 from cardhours.cli import app
+from tests.support.warehouse_read import read
 
 pytestmark = [pytest.mark.slow]
 
@@ -43,17 +42,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"root": root, "database": database, "truth": truth, "output": done.output}
 
 
-def _read(database: Path, sql: str) -> pl.DataFrame:
-    conn = duckdb.connect(str(database), read_only=True)
-    try:
-        return conn.sql(sql).pl()
-    finally:
-        conn.close()
-
-
 def _hourly(site: dict, host: str) -> pl.DataFrame:
     """The marts' and the truth's GPU-hours of ``host``, one row per hour of the month."""
-    marts = _read(
+    marts = read(
         site["database"],
         "SELECT hostname, hour, sum(capacity_seconds) / 3600 AS capacity, sum(allocated_seconds) / 3600 AS allocated "
         f"FROM marts.fct_gpu_hourly WHERE hostname = '{host}' GROUP BY ALL",
@@ -96,11 +87,11 @@ def test_drained_node_equals_the_truth_hour_by_hour(site: dict) -> None:
 def test_cluster_and_chargeback_totals_equal_the_truth(site: dict) -> None:
     truth = site["truth"].select(pl.exclude("cluster", "hostname", "hour")).sum().row(0, named=True)
     idle = truth["idle_gpu_hours"] + truth["down_gpu_hours"]
-    cluster = _read(site["database"], "SELECT * FROM marts.mart_cluster_monthly").row(0, named=True)
+    cluster = read(site["database"], "SELECT * FROM marts.mart_cluster_monthly").row(0, named=True)
     assert cluster["capacity_gpu_hours"] == pytest.approx(truth["capacity_gpu_hours"], abs=1e-6)
     assert cluster["allocated_gpu_hours"] == pytest.approx(truth["allocated_gpu_hours"], abs=1e-6)
     assert cluster["infra_idle_gpu_hours"] == pytest.approx(idle, abs=1e-6)
-    books = _read(site["database"], "SELECT * FROM marts.mart_chargeback_reconciliation").row(0, named=True)
+    books = read(site["database"], "SELECT * FROM marts.mart_chargeback_reconciliation").row(0, named=True)
     rows = 31 * 24 * 4  # quantities are rounded to 1e-6 per row
     assert float(books["capacity_gpu_hours"]) == pytest.approx(truth["capacity_gpu_hours"], abs=rows * 1e-6)
     assert float(books["charged_gpu_hours"]) == pytest.approx(truth["allocated_gpu_hours"], abs=rows * 1e-6)
