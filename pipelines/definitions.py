@@ -12,6 +12,7 @@ from dagster import Definitions, EnvVar
 
 from pipelines.alerts import ingest_freshness, run_failure_alert
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
+from pipelines.assets.downtime import stg_slurm__downtime_asset
 from pipelines.assets.gate import month_landed
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
 from pipelines.assets.intermediate import int_gpu_minutes_attributed_asset
@@ -42,6 +43,7 @@ ASSETS = [
     month_landed,
     raw_dcgm_samples,
     raw_slurm_sacct,
+    stg_slurm__downtime_asset,
     stg_dcgm__gpu_hourly_asset,
     stg_dcgm__gpu_minutely_asset,
     stg_dcgm__gpu_hour_sums_asset,

@@ -39,6 +39,7 @@ from transforms.staging import (
     stg_dcgm__gpu_minutely,
     stg_kube__jobs,
     stg_kube__pods,
+    stg_slurm__downtime,
     stg_slurm__jobs,
 )
 from warehouse import connect
@@ -82,6 +83,7 @@ CONTRACTS = (
     Contract("staging.stg_dcgm__gpu_minutely", stg_dcgm__gpu_minutely.SCHEMA, DAY),
     Contract("staging.stg_dcgm__gpu_hour_sums", stg_dcgm__gpu_hour_sums.SCHEMA, DAY),
     Contract("staging.stg_slurm__jobs", stg_slurm__jobs.SCHEMA, MONTH),
+    Contract("staging.stg_slurm__downtime", stg_slurm__downtime.SCHEMA, DAY),
     Contract("staging.stg_kube__pods", stg_kube__pods.SCHEMA, MONTH),
     Contract("staging.stg_kube__jobs", stg_kube__jobs.SCHEMA, MONTH),
     Contract("intermediate.int_gpu_inventory_observed", int_gpu_inventory_observed.SCHEMA, MONTH),
