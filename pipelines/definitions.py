@@ -11,6 +11,7 @@ from __future__ import annotations
 from dagster import Definitions, EnvVar
 
 from pipelines.alerts import ingest_freshness, run_failure_alert
+from pipelines.assets.capacity_split import fct_gpu_capacity_split_asset
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
 from pipelines.assets.downtime import stg_slurm__downtime_asset
 from pipelines.assets.gate import month_landed
@@ -56,6 +57,7 @@ ASSETS = [
     int_gpu_inventory_observed_asset,
     fct_job_usage_asset,
     fct_gpu_hourly_asset,
+    fct_gpu_capacity_split_asset,
     mart_department_monthly_asset,
     mart_cluster_monthly_asset,
     mart_deployment_monthly_asset,

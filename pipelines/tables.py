@@ -113,6 +113,7 @@ INT_GPU_INVENTORY_OBSERVED = Table("intermediate.int_gpu_inventory_observed", MO
 
 FCT_JOB_USAGE = _mart("marts.fct_job_usage")
 FCT_GPU_HOURLY = _mart("marts.fct_gpu_hourly")
+FCT_GPU_CAPACITY_SPLIT = _mart("marts.fct_gpu_capacity_split")  # each GPU-hour in capacity states
 MART_DEPARTMENT_MONTHLY = _mart("marts.mart_department_monthly")
 MART_CLUSTER_MONTHLY = _mart("marts.mart_cluster_monthly")
 MART_DEPLOYMENT_MONTHLY = _mart("marts.mart_deployment_monthly")

@@ -22,6 +22,7 @@ from transforms.intermediate import int_gpu_inventory_observed, int_gpu_minutes_
 from transforms.marts import (
     fct_chargeback_focus,
     fct_chargeback_jobs,
+    fct_gpu_capacity_split,
     fct_gpu_hourly,
     fct_job_flags,
     fct_job_usage,
@@ -89,6 +90,7 @@ CONTRACTS = (
     Contract("intermediate.int_gpu_inventory_observed", int_gpu_inventory_observed.SCHEMA, MONTH),
     Contract("intermediate.int_gpu_minutes_attributed", int_gpu_minutes_attributed.SCHEMA, MONTH),
     Contract("marts.fct_gpu_hourly", fct_gpu_hourly.SCHEMA),
+    Contract("marts.fct_gpu_capacity_split", fct_gpu_capacity_split.SCHEMA),
     Contract("marts.fct_job_usage", fct_job_usage.SCHEMA),
     Contract("marts.fct_job_flags", fct_job_flags.SCHEMA),
     Contract("marts.mart_user_monthly", mart_user_monthly.SCHEMA),
