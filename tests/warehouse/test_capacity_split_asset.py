@@ -108,3 +108,23 @@ def test_the_landed_drain_and_reservations_split_the_month(tmp_path: Path) -> No
     assert down(before) - 1e-6 <= totals["down"] <= down(after) + 1e-6
     assert totals["reserved"] == 0  # the ordinary reservation lies inside the open drain: down wins
     assert totals["allocated"] == 600.0 * 24 * 31
+    _review_section_shows_it(config, drained)
+
+
+def _review_section_shows_it(config: Path, drained: float) -> None:
+    """The review's downtime section, from what the review asset reads of this warehouse."""
+    from config import load_config
+    from pipelines.assets.reports import read_downtime_frames
+    from pipelines.store import open_warehouse
+    from reports.sections.downtime import downtime_section
+
+    conn = open_warehouse(load_config(config))
+    try:
+        states, intervals = read_downtime_frames(conn, MONTH)
+    finally:
+        conn.close()
+    assert intervals.height == 4 and states["cluster"].to_list() == ["c1"]
+    assert 0 < states["down_gpu_hours"][0] < GPUS * 24
+    html = str(downtime_section(states, intervals).render())
+    assert "Downtime and availability" in html and DONE["drain_reason"] in html and DONE["maint_name"] in html
+    assert f"{drained / 3600:.1f}" in html  # the closed drain's node-hours
