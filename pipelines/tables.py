@@ -127,7 +127,9 @@ FCT_CHARGEBACK_FOCUS = _mart("marts.fct_chargeback_focus", "chargeback", period_
 CHARGEBACK_CLOSED_MONTHS = Table("marts.chargeback_closed_months", MONTH, period_column="billing_month")
 MART_CHARGEBACK_RECONCILIATION = _mart("marts.mart_chargeback_reconciliation", "chargeback")
 
-# Every table of downtime intervals (the same columns, DOWNTIME_INTERVAL): the capacity split reads their union.
+# Every table of downtime intervals: daily tables (period column `day`) whose columns are exactly
+# contracts/capacity_states.py DOWNTIME_INTERVAL (+ day). The capacity split (marts.fct_gpu_capacity_split)
+# and the review's downtime section read their union; a new source of intervals adds its table here.
 DOWNTIME_TABLES: tuple[Table, ...] = (STG_SLURM__DOWNTIME,)
 
 MONTH_LANDED = Node("meta.month_landed", MONTH, "meta")  # the monthly gate: every day landed

@@ -147,3 +147,14 @@ def test_every_table_has_a_declaration(warehouse: duckdb.DuckDBPyConnection) -> 
         ).fetchall()
     }
     assert tables == {c.table for c in CONTRACTS} | DDL_ONLY
+
+
+def test_every_downtime_table_has_exactly_the_interval_columns(warehouse: duckdb.DuckDBPyConnection) -> None:
+    from contracts.capacity_states import DOWNTIME_INTERVAL
+    from pipelines.tables import DAY as DAILY
+    from pipelines.tables import DOWNTIME_TABLES
+
+    for table in DOWNTIME_TABLES:
+        assert table.grain == DAILY and table.lake and table.by_cluster, table.name
+        declared = [(name, sql_type(dtype)) for name, dtype in DOWNTIME_INTERVAL.items()]
+        assert columns(warehouse, table.name) == [*declared, *DAY], table.name
