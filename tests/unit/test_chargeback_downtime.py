@@ -5,12 +5,15 @@ and the chargeback still reconciles with capacity."""
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import polars as pl
 import pytest
 
 from contracts.capacity_states import DOWN, PLANNED_DOWN
+from reports.focus_export import write_chargeback_files
 from tests.support.chargeback_frames import MONTH, build, capacity, rates, run, usage
+from tests.support.focus_conformance import csv_problems, parquet_problems
 from transforms.marts.charge_idle import POLICIES, UNALLOCATED
 from transforms.marts.charge_platform import CHARGE_KINDS, IDLE_KIND, PLATFORM_HOURS
 from transforms.marts.mart_chargeback_reconciliation import mart_chargeback_reconciliation
@@ -97,3 +100,12 @@ def test_an_hour_cut_by_a_price_change_is_shared_by_seconds() -> None:
     down = focus.filter(pl.col("x_ChargeKind") == CHARGE_KINDS[DOWN]).sort("ChargePeriodStart")
     assert [float(q) for q in down["ConsumedQuantity"]] == [5.5, 14.5]
     assert down["ChargePeriodStart"][1] == change
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_export_with_platform_rows_still_conforms_to_focus(policy: str, tmp_path: Path) -> None:
+    built = build(JOBS, rates(idle_capacity=policy), CAPACITY, platform=_platform())
+    paths = write_chargeback_files(built.focus, built.jobs, tmp_path, "2026-10")
+    assert csv_problems(paths["focus_csv"]) == [] and parquet_problems(paths["focus_parquet"]) == []
+    kinds = set(pl.read_csv(paths["focus_csv"], infer_schema=False)["x_ChargeKind"])
+    assert kinds == {"usage", IDLE_KIND, CHARGE_KINDS[DOWN], CHARGE_KINDS[PLANNED_DOWN]}
