@@ -5,10 +5,12 @@
 import polars as pl
 
 from contracts.capacity_states import DOWNTIME_INTERVAL
+from contracts.sources import KUBE
 from pipelines.checks.capacity_split import CAPACITY_STATES_BALANCE, capacity_states_balance_check
 from pipelines.step import Step
 from pipelines.table_asset import Built, Check, table_asset
-from pipelines.tables import DOWNTIME_TABLES, FCT_GPU_CAPACITY_SPLIT, FCT_GPU_HOURLY
+from pipelines.tables import DOWNTIME_TABLES, FCT_GPU_CAPACITY_SPLIT, FCT_GPU_HOURLY, STG_KUBE__PODS, STG_SLURM__JOBS
+from transforms.marts.capacity_placement import host_runs
 from transforms.marts.fct_gpu_capacity_split import HOURLY_COLUMNS, STATE_COLUMNS, fct_gpu_capacity_split
 
 
@@ -19,9 +21,20 @@ def month_intervals(step: Step) -> pl.DataFrame:
     return pl.concat([frame.cast(DOWNTIME_INTERVAL) for frame in frames])
 
 
+def month_runs(step: Step) -> pl.DataFrame:
+    """The GPUs each run and pod of the month held per host, and when (``capacity_placement.HELD``)."""
+    jobs = step.read(STG_SLURM__JOBS, columns="cluster, hosts, gpus, start_time, end_time")
+    pods = [
+        step.read(STG_KUBE__PODS, cluster=c.name, columns="cluster, node, gpus, start_time, end_time")
+        for c in step.clusters
+        if KUBE in c.sources
+    ]
+    return host_runs(jobs, pl.concat(pods) if pods else None, step.start, step.end)
+
+
 @table_asset(
     FCT_GPU_CAPACITY_SPLIT,
-    reads=[FCT_GPU_HOURLY, *DOWNTIME_TABLES],
+    reads=[FCT_GPU_HOURLY, STG_SLURM__JOBS, STG_KUBE__PODS, *DOWNTIME_TABLES],
     kinds=["polars"],
     checks=[Check(CAPACITY_STATES_BALANCE)],
     description="Per GPU or MIG instance and hour: capacity GPU-seconds split into allocated, planned down, "
@@ -29,7 +42,7 @@ def month_intervals(step: Step) -> pl.DataFrame:
 )
 def fct_gpu_capacity_split_asset(step: Step) -> Built:
     hourly = step.read(FCT_GPU_HOURLY, columns=", ".join(HOURLY_COLUMNS))
-    split = fct_gpu_capacity_split(hourly, month_intervals(step), step.start, step.end)
+    split = fct_gpu_capacity_split(hourly, month_intervals(step), step.start, step.end, month_runs(step))
     totals = split.select([(pl.col(c).sum() / 3600).round(6).alias(c) for c in STATE_COLUMNS.values()])
     gpu_hours = {state: float(totals[column][0] or 0.0) for state, column in STATE_COLUMNS.items()}
     return Built(

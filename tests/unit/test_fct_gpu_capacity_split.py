@@ -12,6 +12,7 @@ import pytest
 from contracts.capacity_states import DOWN, DOWNTIME_INTERVAL, IDLE, PLANNED_DOWN, RESERVED, STATES
 from pipelines.checks.capacity_split import capacity_states_balance_check
 from sources.slurm_downtime import EVENTS, RESERVATIONS, read_saved
+from transforms.marts.capacity_placement import HELD, host_runs
 from transforms.marts.fct_gpu_capacity_split import SCHEMA, STATE_COLUMNS, fct_gpu_capacity_split
 from transforms.staging.stg_slurm__downtime import stg_slurm__downtime
 
@@ -168,3 +169,60 @@ def test_the_recorded_slurm_drain_and_reservations_split_the_recorded_hour() -> 
     assert seconds[STATE_COLUMNS[PLANNED_DOWN]] == maint
     assert seconds[STATE_COLUMNS[DOWN]] == drained + open_drain
     assert sum(seconds.values()) == 3600.0
+
+
+def _held(*runs: tuple[str, str, str, float]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [("c1", host, datetime.fromisoformat(a), datetime.fromisoformat(b), gpus) for host, a, b, gpus in runs],
+        schema=HELD,
+        orient="row",
+    )
+
+
+def test_the_runs_times_place_allocation_inside_or_outside_the_intervals() -> None:
+    """A whole-host job 10:15-10:45 across a drain from 10:30: 15 min of it inside the drain."""
+    hourly = _hourly(allocated={("n1", 0, 10): 1800.0, ("n1", 1, 10): 1800.0})
+    drain = _interval(DOWN, "2026-10-01T10:30:00", "2026-10-01T11:00:00")
+    held = _held(("n1", "2026-10-01T10:15:00", "2026-10-01T10:45:00", 2.0))
+    split = fct_gpu_capacity_split(hourly, pl.DataFrame([drain], schema=DOWNTIME_INTERVAL), START, END, held)
+    for gpu in (0, 1):
+        assert _row(split, 10, gpu) == _states(allocated=1800.0, down=900.0, idle=900.0)
+    without = _split(hourly, drain)  # no run times: allocation takes the idle time first
+    assert _row(without, 10) == _states(allocated=1800.0, down=1800.0)
+
+
+def test_a_job_in_its_reservation_uses_reserved_time_and_runs_of_other_hosts_do_not_count() -> None:
+    hourly = _hourly(hosts=("n1", "n2"), allocated={("n1", 0, 3): 1200.0})
+    resv = _interval(RESERVED, "2026-10-01T03:00:00", "2026-10-01T03:30:00")
+    held = _held(
+        ("n1", "2026-10-01T03:10:00", "2026-10-01T03:30:00", 1.0),
+        ("n2", "2026-10-01T02:00:00", "2026-10-01T05:00:00", 2.0),
+    )
+    split = fct_gpu_capacity_split(hourly, pl.DataFrame([resv], schema=DOWNTIME_INTERVAL), START, END, held)
+    assert _row(split, 3) == _states(allocated=1200.0, reserved=600.0, idle=1800.0)
+    assert _row(split, 3, gpu=1) == _states(reserved=1800.0, idle=1800.0)  # the other GPU: spread by fct_gpu_hourly
+
+
+def test_host_runs_spread_a_run_over_its_hosts_and_place_pods_on_their_node() -> None:
+    jobs = pl.DataFrame(
+        {
+            "cluster": ["c1", "c1"],
+            "hosts": [["n1", "n2"], ["n1"]],
+            "gpus": [4.0, 1.0],
+            "start_time": [datetime(2026, 9, 30, 23), None],
+            "end_time": [None, None],
+        }
+    )
+    pods = pl.DataFrame(
+        {
+            "cluster": ["c1"],
+            "node": ["n3"],
+            "gpus": [3 / 7],
+            "start_time": [START],
+            "end_time": [START + timedelta(hours=1)],
+        }
+    )
+    held = host_runs(jobs, pods, START, END).sort("hostname")
+    assert held["hostname"].to_list() == ["n1", "n2", "n3"]
+    assert held["host_gpus"].to_list() == [2.0, 2.0, 3 / 7]
+    assert held["run_start"][0] == START and held["run_end"][0] == END  # clipped to the period, open to its end

@@ -11,12 +11,12 @@ Per row of ``marts.fct_gpu_hourly`` (cluster, GPU or MIG instance, hour): its
    ``planned_down``, and so on. Each state's wall seconds x the instance's fraction are its
    covered GPU-seconds; the rest of the hour is ``idle``.
 2. ``allocated`` is the row's ``allocated_seconds`` (what jobs and pods held). Allocation wins
-   over every other state, but fct_gpu_hourly does not say where in the hour it was held, so it
-   is taken from the states in the reverse of ``PRECEDENCE``: the idle time first, then reserved
-   (jobs in their reservation), then down (jobs finishing on a draining node), then planned
-   down. This is exact when, within the GPU-hour, jobs ran only in up time, or only inside one
-   interval; a job that ran partly inside a downtime interval while the GPU was also idle in
-   that hour counts its overlap as taking idle time.
+   over every other state. fct_gpu_hourly does not say when in the hour it was held; the runs
+   do (``capacity_placement.py``): the row's allocated seconds are shared over the hour's
+   interval segments in proportion to the GPU-seconds the runs held on its host in each, and
+   taken out of that segment's state; the rest takes idle time. Allocation the runs' times do
+   not place (a pod seen only by its samples), or more than a state's time holds, takes the
+   remaining idle time first, then reserved, down and planned-down time.
 
 The states add up to capacity on every row (the blocking check ``capacity_states_balance``);
 allocation beyond capacity (which ``allocation_within_capacity`` already refuses) leaves the sum
@@ -31,6 +31,7 @@ import polars as pl
 
 from contracts.capacity_states import ALLOCATED, DOWNTIME_INTERVAL, IDLE, PRECEDENCE, STATES
 from contracts.gpus import GPU_INSTANCE
+from transforms.marts.capacity_placement import allocation_in_states
 
 STATE_COLUMNS: dict[str, str] = {state: f"{state}_seconds" for state in STATES}
 SCHEMA: dict[str, pl.DataType] = {
@@ -69,9 +70,10 @@ def interval_hours(intervals: pl.DataFrame, period_start: datetime, period_end: 
     )
 
 
-def covered_seconds(hourly: pl.DataFrame, pieces: pl.DataFrame) -> pl.DataFrame:
-    """Per row of ``hourly`` (by ``_row``) with any interval: the wall seconds of the hour in each
-    interval state, each second in the state of highest precedence among those covering it."""
+def resolved_segments(hourly: pl.DataFrame, pieces: pl.DataFrame) -> pl.DataFrame:
+    """Per row of ``hourly`` (by ``_row``) with any interval: the segments of its hour between the
+    intervals' bounds that an interval covers (``p``, ``q``), each in the state of highest
+    precedence among those covering it (``rank``), with its wall ``seconds``."""
     joined = hourly.select("_row", "cluster", "hostname", "gpu", "hour").join(
         pieces.rename({"gpu": "_gpu"}), on=["cluster", "hostname", "hour"]
     )
@@ -80,49 +82,78 @@ def covered_seconds(hourly: pl.DataFrame, pieces: pl.DataFrame) -> pl.DataFrame:
     )
     points = pl.concat([joined.select("_row", p=pl.col("start")), joined.select("_row", p=pl.col("end"))]).unique()
     segments = points.sort("_row", "p").with_columns(q=pl.col("p").shift(-1).over("_row")).drop_nulls("q")
-    resolved = (
+    return (
         segments.join(joined, on="_row")
         .filter((pl.col("start") <= pl.col("p")) & (pl.col("end") >= pl.col("q")))
         .group_by("_row", "p", "q")
         .agg(pl.col("rank").min())
         .with_columns(seconds=(pl.col("q") - pl.col("p")).dt.total_microseconds() / 1e6)
     )
-    wide = resolved.group_by("_row", "rank").agg(pl.col("seconds").sum())
-    return wide.pivot(on="rank", index="_row", values="seconds", sort_columns=True)
+
+
+def _by_rank(long: pl.DataFrame, value: str, prefix: str) -> pl.DataFrame:
+    """``_row`` and one column ``<prefix><rank>`` per interval state (0 where none)."""
+    sums = long.group_by("_row", "rank").agg(pl.col(value).sum())
+    wide = sums.pivot(on="rank", index="_row", values=value, sort_columns=True)
+    wide = wide.rename({c: f"{prefix}{c}" for c in wide.columns if c != "_row"})
+    names = [f"{prefix}{rank}" for rank in range(len(INTERVAL_ORDER))]
+    return wide.with_columns([pl.lit(0.0).alias(n) for n in names if n not in wide.columns])
 
 
 def fct_gpu_capacity_split(
-    hourly: pl.DataFrame, intervals: pl.DataFrame, period_start: datetime, period_end: datetime
+    hourly: pl.DataFrame,
+    intervals: pl.DataFrame,
+    period_start: datetime,
+    period_end: datetime,
+    held: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Rows in ``SCHEMA``, one per row of ``hourly`` (fct_gpu_hourly's ``HOURLY_COLUMNS``);
-    ``intervals``: ``DOWNTIME_INTERVAL`` rows (any days; cut to the period here)."""
+    ``intervals``: ``DOWNTIME_INTERVAL`` rows (any days; cut to the period here); ``held``: the
+    runs' held GPUs per host and time (``capacity_placement.HELD``; None: allocation takes the
+    idle time first)."""
     rows = hourly.select(HOURLY_COLUMNS).with_row_index("_row")
     pieces = interval_hours(intervals.select(list(DOWNTIME_INTERVAL)), period_start, period_end)
-    covered = covered_seconds(rows, pieces)
-    rank_columns = [str(rank) for rank in range(len(INTERVAL_ORDER))]
-    covered = covered.with_columns([pl.lit(0.0).alias(c) for c in rank_columns if c not in covered.columns])
-    frame = rows.join(covered, on="_row", how="left").with_columns(pl.col(rank_columns).fill_null(0.0))
+    segments = resolved_segments(rows, pieces)
+    ranks = range(len(INTERVAL_ORDER))
+    frame = rows.join(_by_rank(segments, "seconds", "_cov"), on="_row", how="left")
+    if held is not None:
+        placed = allocation_in_states(rows, segments, held)
+        frame = frame.join(_by_rank(placed, "_alloc", "_in"), on="_row", how="left")
+    frame = frame.with_columns([pl.lit(0.0).alias(f"_in{r}") for r in ranks if f"_in{r}" not in frame.columns])
+    frame = frame.with_columns(pl.col([f"_cov{r}" for r in ranks] + [f"_in{r}" for r in ranks]).fill_null(0.0))
     fraction = pl.col("capacity_seconds") / 3600.0
-    frame = frame.with_columns([(pl.col(str(_RANK[s])) * fraction).alias(STATE_COLUMNS[s]) for s in INTERVAL_ORDER])
+    allocated = pl.col("allocated_seconds").fill_null(0.0).clip(lower_bound=0.0)
     frame = frame.with_columns(
-        (pl.col("capacity_seconds") - pl.sum_horizontal([STATE_COLUMNS[s] for s in INTERVAL_ORDER])).alias(
+        allocated.alias(STATE_COLUMNS[ALLOCATED]),
+        *[
+            (pl.col(f"_cov{_RANK[s]}") * fraction - pl.col(f"_in{_RANK[s]}"))
+            .clip(lower_bound=0.0)
+            .alias(STATE_COLUMNS[s])
+            for s in INTERVAL_ORDER
+        ],
+    )
+    others = [STATE_COLUMNS[s] for s in INTERVAL_ORDER]
+    frame = frame.with_columns(
+        (pl.col("capacity_seconds") - pl.col(STATE_COLUMNS[ALLOCATED]) - pl.sum_horizontal(others)).alias(
             STATE_COLUMNS[IDLE]
         )
     )
-    frame = _allocate(frame).with_columns(month=pl.lit(period_start.date()))
+    frame = _settle(frame).with_columns(month=pl.lit(period_start.date()))
     return frame.select(list(SCHEMA)).cast(SCHEMA).sort("cluster", "hostname", "gpu", "gpu_i_id", "hour")
 
 
-def _allocate(frame: pl.DataFrame) -> pl.DataFrame:
-    """Allocated seconds taken from the other states, last in ``PRECEDENCE`` first."""
-    left = pl.col("allocated_seconds").fill_null(0.0).clip(lower_bound=0.0)
-    frame = frame.with_columns(_left=left, **{STATE_COLUMNS[ALLOCATED]: left})
-    for state in reversed(PRECEDENCE):
-        if state == ALLOCATED:
-            continue
+def _settle(frame: pl.DataFrame) -> pl.DataFrame:
+    """Where idle came out below 0 (allocation the runs' times did not place in a state's time),
+    the shortfall is taken from the interval states, last in ``PRECEDENCE`` first."""
+    idle = STATE_COLUMNS[IDLE]
+    frame = frame.with_columns(_left=(-pl.col(idle)).clip(lower_bound=0.0)).with_columns(
+        pl.col(idle).clip(lower_bound=0.0)
+    )
+    for state in reversed(INTERVAL_ORDER):
         column = STATE_COLUMNS[state]
-        taken = pl.min_horizontal("_left", pl.col(column).clip(lower_bound=0.0))
+        taken = pl.min_horizontal("_left", pl.col(column))
         frame = frame.with_columns(_taken=taken).with_columns(
             (pl.col(column) - pl.col("_taken")).alias(column), _left=pl.col("_left") - pl.col("_taken")
         )
-    return frame.drop("_left", "_taken")
+    # what is left over: allocation beyond capacity; idle goes negative so the balance check names the row
+    return frame.with_columns((pl.col(idle) - pl.col("_left")).alias(idle)).drop("_left", "_taken")
