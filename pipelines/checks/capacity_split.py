@@ -24,8 +24,8 @@ def capacity_states_balance_check(split: pl.DataFrame, asset_key: AssetKey | Seq
         + (f" instance {r['gpu_i_id']}" if r["gpu_i_id"] is not None else "")
         + f" hour {r['hour']}: states "
         + ", ".join(f"{name} {r[name]:.3f}" for name in columns)
-        + f" != capacity {r['capacity_seconds']:.3f} GPU-seconds (allocated beyond capacity: see "
-        "the allocation_within_capacity check of marts/fct_gpu_hourly)"
+        + f"; capacity {r['capacity_seconds']:.3f} GPU-seconds: a state below 0 or a sum that differs "
+        "(allocated beyond capacity: see the allocation_within_capacity check of marts/fct_gpu_hourly)"
         for r in bad.head(SHOWN).iter_rows(named=True)
     ]
     if bad.height > SHOWN:
