@@ -24,7 +24,7 @@ from config.inventory import InventoryConfig
 from config.kubernetes import KubernetesConfig
 from config.urls import url_problem
 from contracts.exporters import DEFAULT_EXPORTER, EXPORTERS
-from contracts.sources import DCGM, KUBE, SACCT
+from contracts.sources import DCGM, KUBE, SACCT, SLURM_DOWNTIME
 
 DEFAULT_STEP_SECONDS = 30  # dcgm-exporter's and the simulator's usual sample spacing
 # A shard's day at 30 s: about 0.75 M rows, about 1.5 GiB for the raw step (benchmarks/README.md, "Memory per
@@ -139,13 +139,28 @@ class SlurmConfig(StrictModel):
     # Late accounting: each day's ingest reads this many earlier days again and lands those whose
     # records changed (a job that ended after its first day landed; slurmdbd behind the controller).
     lookback_days: NonNegativeInt = 2
+    # Downtime (docs/slurm.md, "Downtime: node events and reservations"): command mode runs
+    # `sacctmgr show event` and `sacctmgr show reservation` for each day; file mode reads their
+    # saved `--parsable2` outputs (with the header line). None of the three: no downtime is read.
+    sacctmgr_command: Text | None = None
+    events_file: ConfigPath | None = None
+    reservations_file: ConfigPath | None = None
 
     @model_validator(mode="after")
     def _one_mode(self) -> SlurmConfig:
         if (self.sacct_command is None) == (self.sacct_file is None):
             state = "neither is set" if self.sacct_command is None else "both are set"
             raise ValueError(f"set exactly one of sacct_command (command mode) or sacct_file (file mode); {state}")
+        if self.sacctmgr_command is not None and (self.events_file or self.reservations_file) is not None:
+            raise ValueError(
+                "set either sacctmgr_command (command mode) or events_file / reservations_file (file mode), not both"
+            )
         return self
+
+    @property
+    def reads_downtime(self) -> bool:
+        """Whether the cluster lands node events and reservations (the ``slurm_downtime`` source)."""
+        return self.sacctmgr_command is not None or self.events_file is not None or self.reservations_file is not None
 
 
 class ClusterConfig(StrictModel):
@@ -206,11 +221,14 @@ class ClusterConfig(StrictModel):
     @property
     def sources(self) -> tuple[str, ...]:
         """The sources this cluster lands a day from (contracts/sources.py), from its sections:
-        ``dcgm`` always, ``sacct`` with ``[clusters.slurm]``, ``kube`` with ``[clusters.kubernetes]``.
+        ``dcgm`` always, ``sacct`` with ``[clusters.slurm]``, ``kube`` with ``[clusters.kubernetes]``,
+        ``slurm_downtime`` with a ``[clusters.slurm]`` that reads node events and reservations.
         The one answer to "which sources does a cluster have": the daily assets read exactly
         these, and the month's gate, the review sensor, ``cardhours run``, ``close`` and the
         freshness alert expect a landing of each."""
-        return (DCGM, *((SACCT,) if self.slurm is not None else ()), *((KUBE,) if self.kubernetes is not None else ()))
+        slurm = (SACCT,) if self.slurm is not None else ()
+        downtime = (SLURM_DOWNTIME,) if self.slurm is not None and self.slurm.reads_downtime else ()
+        return (DCGM, *slurm, *((KUBE,) if self.kubernetes is not None else ()), *downtime)
 
     @property
     def sample_step_seconds(self) -> int:

@@ -2,7 +2,9 @@
 
 A cluster has the sources its config sections name (``config.cluster.ClusterConfig.sources``):
 ``dcgm`` always (``[clusters.metrics]``), ``sacct`` with ``[clusters.slurm]``, ``kube`` with
-``[clusters.kubernetes]``. The names are also the ``source`` of ``meta.landings`` and of a
+``[clusters.kubernetes]``, ``slurm_downtime`` with a ``[clusters.slurm]`` that names where node
+events and reservations come from (``sacctmgr_command``, ``events_file``,
+``reservations_file``). The names are also the ``source`` of ``meta.landings`` and of a
 daily landing's ``raw.quarantine`` rows.
 
 Each source's day ends one of three ways (docs/marts.md, "Landings and coverage gaps"):
@@ -17,12 +19,13 @@ Each source's day ends one of three ways (docs/marts.md, "Landings and coverage 
 
 from __future__ import annotations
 
-DCGM, SACCT, KUBE = "dcgm", "sacct", "kube"
+DCGM, SACCT, KUBE, SLURM_DOWNTIME = "dcgm", "sacct", "kube", "slurm_downtime"
 
 SOURCE_TITLES: dict[str, str] = {
     DCGM: "GPU samples ([clusters.metrics])",
     SACCT: "Slurm accounting ([clusters.slurm])",
     KUBE: "Kubernetes pod series ([clusters.kubernetes])",
+    SLURM_DOWNTIME: "Slurm node events and reservations ([clusters.slurm] sacctmgr_command / events_file)",
 }
 SOURCES: tuple[str, ...] = tuple(SOURCE_TITLES)  # in landing order
 # Sources that say who ran what. A cluster with none of them (metrics only) has utilization

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dagster import Definitions, EnvVar
 
 from pipelines.alerts import ingest_freshness, run_failure_alert
+from pipelines.assets.capacity_split import fct_gpu_capacity_split_asset
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
+from pipelines.assets.downtime import stg_slurm__downtime_asset
 from pipelines.assets.gate import month_landed
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
 from pipelines.assets.intermediate import int_gpu_minutes_attributed_asset
@@ -42,6 +44,7 @@ ASSETS = [
     month_landed,
     raw_dcgm_samples,
     raw_slurm_sacct,
+    stg_slurm__downtime_asset,
     stg_dcgm__gpu_hourly_asset,
     stg_dcgm__gpu_minutely_asset,
     stg_dcgm__gpu_hour_sums_asset,
@@ -54,6 +57,7 @@ ASSETS = [
     int_gpu_inventory_observed_asset,
     fct_job_usage_asset,
     fct_gpu_hourly_asset,
+    fct_gpu_capacity_split_asset,
     mart_department_monthly_asset,
     mart_cluster_monthly_asset,
     mart_deployment_monthly_asset,

@@ -103,6 +103,8 @@ STG_DCGM__GPU_MINUTELY = _daily("staging.stg_dcgm__gpu_minutely")
 STG_DCGM__GPU_HOUR_SUMS = _daily("staging.stg_dcgm__gpu_hour_sums")
 STG_DCGM__FIELD_PRESENCE = _daily("staging.stg_dcgm__field_presence")
 STG_SLURM__JOBS = Table("staging.stg_slurm__jobs", MONTH, "staging")
+# Downtime intervals (contracts/capacity_states.py DOWNTIME_INTERVAL) of the day, landed by their source.
+STG_SLURM__DOWNTIME = Table("staging.stg_slurm__downtime", DAY, "ingest", by_cluster=True, lake=True)
 STG_KUBE__PODS = Table("staging.stg_kube__pods", MONTH, "staging")
 STG_KUBE__JOBS = Table("staging.stg_kube__jobs", MONTH, "staging")
 
@@ -111,6 +113,7 @@ INT_GPU_INVENTORY_OBSERVED = Table("intermediate.int_gpu_inventory_observed", MO
 
 FCT_JOB_USAGE = _mart("marts.fct_job_usage")
 FCT_GPU_HOURLY = _mart("marts.fct_gpu_hourly")
+FCT_GPU_CAPACITY_SPLIT = _mart("marts.fct_gpu_capacity_split")  # each GPU-hour in capacity states
 MART_DEPARTMENT_MONTHLY = _mart("marts.mart_department_monthly")
 MART_CLUSTER_MONTHLY = _mart("marts.mart_cluster_monthly")
 MART_DEPLOYMENT_MONTHLY = _mart("marts.mart_deployment_monthly")
@@ -123,6 +126,11 @@ FCT_CHARGEBACK_FOCUS = _mart("marts.fct_chargeback_focus", "chargeback", period_
 # The billing months `cardhours close` froze (warehouse/books/ledger.py): no asset writes it.
 CHARGEBACK_CLOSED_MONTHS = Table("marts.chargeback_closed_months", MONTH, period_column="billing_month")
 MART_CHARGEBACK_RECONCILIATION = _mart("marts.mart_chargeback_reconciliation", "chargeback")
+
+# Every table of downtime intervals: daily tables (period column `day`) whose columns are exactly
+# contracts/capacity_states.py DOWNTIME_INTERVAL (+ day). The capacity split (marts.fct_gpu_capacity_split)
+# and the review's downtime section read their union; a new source of intervals adds its table here.
+DOWNTIME_TABLES: tuple[Table, ...] = (STG_SLURM__DOWNTIME,)
 
 MONTH_LANDED = Node("meta.month_landed", MONTH, "meta")  # the monthly gate: every day landed
 REVIEW_HTML = Node("reports.review_html", MONTH, "reports")

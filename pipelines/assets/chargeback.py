@@ -15,6 +15,7 @@ from pipelines.tables import (
     CHARGEBACK_EXPORT,
     FCT_CHARGEBACK_FOCUS,
     FCT_CHARGEBACK_JOBS,
+    FCT_GPU_CAPACITY_SPLIT,
     FCT_JOB_USAGE,
     INT_GPU_INVENTORY_OBSERVED,
     MART_CHARGEBACK_RECONCILIATION,
@@ -52,7 +53,13 @@ def fct_chargeback_jobs_asset(step: Step) -> Built:
 
 @table_asset(
     FCT_CHARGEBACK_FOCUS,
-    reads=[FCT_JOB_USAGE, FCT_CHARGEBACK_JOBS, CHARGEBACK_CLOSED_MONTHS, INT_GPU_INVENTORY_OBSERVED],
+    reads=[
+        FCT_JOB_USAGE,
+        FCT_CHARGEBACK_JOBS,
+        CHARGEBACK_CLOSED_MONTHS,
+        INT_GPU_INVENTORY_OBSERVED,
+        FCT_GPU_CAPACITY_SPLIT,
+    ],
     kinds=["polars"],
     description="FinOps FOCUS 1.2 rows: per cluster x department x GPU model x partition x QOS x charge "
     "period, idle capacity per rates.idle_capacity, corrections of closed months.",

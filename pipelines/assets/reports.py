@@ -9,12 +9,15 @@ from dagster import MaterializeResult, MetadataValue
 
 from config import Config
 from config.rates import price_frame
+from contracts.capacity_states import DOWNTIME_INTERVAL, STATES
 from pipelines.data_quality import inventory_mismatches, month_coverage_gaps, quarantine_summary, runaway_runs
 from pipelines.step import Step
 from pipelines.table_asset import table_asset
 from pipelines.tables import (
     CHARGEBACK_CLOSED_MONTHS,
+    DOWNTIME_TABLES,
     FCT_CHARGEBACK_FOCUS,
+    FCT_GPU_CAPACITY_SPLIT,
     FCT_GPU_HOURLY,
     FCT_JOB_FLAGS,
     FCT_JOB_USAGE,
@@ -32,6 +35,7 @@ from reports import build_inputs, render_department_pages, render_review, write_
 from reports.chargeback_section import chargeback_section
 from reports.data import ReviewSettings, first_trend_month, next_month
 from reports.sections.data_quality import data_quality_section
+from reports.sections.downtime import downtime_section
 from reports.sections.kube_queues import kube_queues_section
 from warehouse import read_frame
 
@@ -63,6 +67,23 @@ READS = {
     "closed": "SELECT * FROM marts.chargeback_closed_months WHERE billing_month BETWEEN ? AND ? ORDER BY billing_month",
     "kube_queues": "SELECT * FROM marts.mart_kube_queue_monthly WHERE month = ? ORDER BY cluster, queue_kind, queue",
 }
+
+# The downtime section: capacity per state (columns from the contract) and the month's intervals.
+STATES_SQL = (
+    "SELECT cluster, sum(capacity_seconds) / 3600 AS capacity_gpu_hours, "
+    + ", ".join(f"sum({state}_seconds) / 3600 AS {state}_gpu_hours" for state in STATES)
+    + " FROM marts.fct_gpu_capacity_split WHERE month = ? GROUP BY cluster ORDER BY cluster"
+)
+INTERVALS_SQL = " UNION ALL ".join(
+    f"SELECT {', '.join(DOWNTIME_INTERVAL)} FROM {table.name} WHERE day >= ? AND day < ?" for table in DOWNTIME_TABLES
+)
+
+
+def read_downtime_frames(conn: duckdb.DuckDBPyConnection, month: date) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(capacity per state per cluster, the month's downtime intervals) for the downtime section."""
+    states = read_frame(conn, STATES_SQL, [month])
+    intervals = read_frame(conn, INTERVALS_SQL, [month, next_month(month)] * len(DOWNTIME_TABLES))
+    return states, intervals.cast(DOWNTIME_INTERVAL)
 
 
 def read_review_frames(conn: duckdb.DuckDBPyConnection, month: date) -> dict[str, pl.DataFrame]:
@@ -105,6 +126,9 @@ def review_settings(config: Config, month: date) -> ReviewSettings:
         FCT_CHARGEBACK_FOCUS,
         CHARGEBACK_CLOSED_MONTHS,
         MART_KUBE_QUEUE_MONTHLY,
+        # the downtime section
+        FCT_GPU_CAPACITY_SPLIT,
+        *DOWNTIME_TABLES,
         # the data quality section
         RAW_QUARANTINE,
         STG_SLURM__JOBS,
@@ -119,6 +143,7 @@ def review_html(step: Step) -> MaterializeResult:
     frames = read_review_frames(step.store.conn, month)
     conn = step.store.conn
     mismatches = inventory_mismatches(conn, config, month)
+    downtime = downtime_section(*read_downtime_frames(conn, month))
     quality = data_quality_section(
         quarantine_summary(conn, month), runaway_runs(conn, month), month_coverage_gaps(conn, month), mismatches
     )
@@ -129,7 +154,8 @@ def review_html(step: Step) -> MaterializeResult:
     inputs = build_inputs(month, str(step.cardhours.config_path), settings=settings, **frames)
     chargeback = chargeback_section(reconciliation, focus, month.strftime("%Y-%m"), settings.currency, closed)
     queue_section = kube_queues_section(queues)
-    html = render_review(inputs, extra_sections=[chargeback] + ([queue_section] if queue_section else []) + [quality])
+    extra = [chargeback, *(s for s in (downtime, queue_section) if s is not None), quality]
+    html = render_review(inputs, extra_sections=extra)
     pages = render_department_pages(inputs)
     key = month.strftime("%Y-%m")
     path = write_review(html, config.reports.dir, key)

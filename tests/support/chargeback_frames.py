@@ -107,7 +107,11 @@ IDENTITY = {
 
 
 def build(
-    job_usage: pl.DataFrame, config: RatesConfig | None = None, cap: pl.DataFrame | None = None, month: date = MONTH
+    job_usage: pl.DataFrame,
+    config: RatesConfig | None = None,
+    cap: pl.DataFrame | None = None,
+    month: date = MONTH,
+    platform: pl.DataFrame | None = None,
 ) -> Built:
     """The chargeback transforms in order, as the assets call them."""
     config = config or rates()
@@ -122,7 +126,8 @@ def build(
         start,
         end,
     )
-    idle = int_charge_idle(lines, capacity() if cap is None else cap, prices, config.idle_capacity, start, end)
+    cap = capacity() if cap is None else cap
+    idle = int_charge_idle(lines, cap, prices, config.idle_capacity, start, end, platform)
     identity = {**IDENTITY, "currency": config.currency}
     return Built(
         lines,

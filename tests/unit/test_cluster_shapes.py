@@ -12,7 +12,17 @@ import duckdb
 import polars as pl
 
 from config import parse_config
-from contracts.sources import BEFORE_FIRST_SAMPLE, DCGM, GAP_CAUSES, KUBE, NO_JOBS, NO_SERIES, SACCT, SOURCES
+from contracts.sources import (
+    BEFORE_FIRST_SAMPLE,
+    DCGM,
+    GAP_CAUSES,
+    KUBE,
+    NO_JOBS,
+    NO_SERIES,
+    SACCT,
+    SLURM_DOWNTIME,
+    SOURCES,
+)
 from warehouse.books.landings import coverage_gap_lines, coverage_gaps, landed_days, landing_gaps, stale_sources
 from warehouse.lake import refresh
 from warehouse.landings import FAILED, GAP, LANDING_SCHEMA, LANDINGS, OK, Landing, newest_landings, write_landing
@@ -27,7 +37,8 @@ gpu_memory_mib = 81559
 """
 PROMETHEUS = '[clusters.prometheus]\nurl = "http://prometheus:9090"\n'
 SECTIONS = {
-    "both": f'[clusters.slurm]\nsacct_file = "sacct.txt"\n\n{PROMETHEUS}\n[clusters.kubernetes]\n',
+    "both": '[clusters.slurm]\nsacct_file = "sacct.txt"\nsacctmgr_command = "sacctmgr"\n\n'
+    f"{PROMETHEUS}\n[clusters.kubernetes]\n",
     "slurm": '[clusters.slurm]\nsacct_file = "sacct.txt"\n',
     "k8s": f"{PROMETHEUS}\n[clusters.kubernetes]\n",
     "plain": "",
@@ -47,7 +58,7 @@ def _site() -> str:
 def test_each_cluster_lands_the_sources_its_sections_name() -> None:
     config = parse_config(tomllib.loads(_site()))
     assert config.expected_sources() == {
-        "both": [DCGM, SACCT, KUBE],
+        "both": [DCGM, SACCT, KUBE, SLURM_DOWNTIME],
         "slurm": [DCGM, SACCT],
         "k8s": [DCGM, KUBE],
         "plain": [DCGM],
@@ -56,7 +67,12 @@ def test_each_cluster_lands_the_sources_its_sections_name() -> None:
     assert [c.name for c in config.clusters_with(KUBE)] == ["both", "k8s"]
     assert [c.name for c in config.clusters_with(DCGM)] == ["both", "slurm", "k8s", "plain"]
     assert config.charged_clusters == ["both", "slurm", "k8s"]  # a metrics-only cluster is not billed
-    assert set(SOURCES) == {DCGM, SACCT, KUBE} and set(GAP_CAUSES) == {NO_SERIES, NO_JOBS, BEFORE_FIRST_SAMPLE}
+    assert [c.name for c in config.clusters_with(SLURM_DOWNTIME)] == ["both"]
+    assert set(SOURCES) == {DCGM, SACCT, KUBE, SLURM_DOWNTIME} and set(GAP_CAUSES) == {
+        NO_SERIES,
+        NO_JOBS,
+        BEFORE_FIRST_SAMPLE,
+    }
 
 
 def _landings(rows: list[tuple[str, str, date, str, str | None]]) -> pl.DataFrame:

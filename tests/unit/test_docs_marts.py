@@ -7,6 +7,7 @@ import pytest
 
 from transforms.intermediate import int_gpu_inventory_observed
 from transforms.marts import (
+    fct_gpu_capacity_split,
     fct_gpu_hourly,
     fct_job_usage,
     mart_cluster_monthly,
@@ -19,6 +20,7 @@ DOC = Path(__file__).parents[2] / "docs" / "marts.md"
 MARTS = {
     "marts.fct_job_usage": fct_job_usage.SCHEMA,
     "marts.fct_gpu_hourly": fct_gpu_hourly.SCHEMA,
+    "marts.fct_gpu_capacity_split": fct_gpu_capacity_split.SCHEMA,
     "marts.mart_department_monthly": mart_department_monthly.SCHEMA,
     "marts.mart_cluster_monthly": mart_cluster_monthly.SCHEMA,
     "marts.mart_deployment_monthly": mart_deployment_monthly.SCHEMA,

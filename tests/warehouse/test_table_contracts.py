@@ -22,6 +22,7 @@ from transforms.intermediate import int_gpu_inventory_observed, int_gpu_minutes_
 from transforms.marts import (
     fct_chargeback_focus,
     fct_chargeback_jobs,
+    fct_gpu_capacity_split,
     fct_gpu_hourly,
     fct_job_flags,
     fct_job_usage,
@@ -39,6 +40,7 @@ from transforms.staging import (
     stg_dcgm__gpu_minutely,
     stg_kube__jobs,
     stg_kube__pods,
+    stg_slurm__downtime,
     stg_slurm__jobs,
 )
 from warehouse import connect
@@ -82,11 +84,13 @@ CONTRACTS = (
     Contract("staging.stg_dcgm__gpu_minutely", stg_dcgm__gpu_minutely.SCHEMA, DAY),
     Contract("staging.stg_dcgm__gpu_hour_sums", stg_dcgm__gpu_hour_sums.SCHEMA, DAY),
     Contract("staging.stg_slurm__jobs", stg_slurm__jobs.SCHEMA, MONTH),
+    Contract("staging.stg_slurm__downtime", stg_slurm__downtime.SCHEMA, DAY),
     Contract("staging.stg_kube__pods", stg_kube__pods.SCHEMA, MONTH),
     Contract("staging.stg_kube__jobs", stg_kube__jobs.SCHEMA, MONTH),
     Contract("intermediate.int_gpu_inventory_observed", int_gpu_inventory_observed.SCHEMA, MONTH),
     Contract("intermediate.int_gpu_minutes_attributed", int_gpu_minutes_attributed.SCHEMA, MONTH),
     Contract("marts.fct_gpu_hourly", fct_gpu_hourly.SCHEMA),
+    Contract("marts.fct_gpu_capacity_split", fct_gpu_capacity_split.SCHEMA),
     Contract("marts.fct_job_usage", fct_job_usage.SCHEMA),
     Contract("marts.fct_job_flags", fct_job_flags.SCHEMA),
     Contract("marts.mart_user_monthly", mart_user_monthly.SCHEMA),
@@ -143,3 +147,14 @@ def test_every_table_has_a_declaration(warehouse: duckdb.DuckDBPyConnection) -> 
         ).fetchall()
     }
     assert tables == {c.table for c in CONTRACTS} | DDL_ONLY
+
+
+def test_every_downtime_table_has_exactly_the_interval_columns(warehouse: duckdb.DuckDBPyConnection) -> None:
+    from contracts.capacity_states import DOWNTIME_INTERVAL
+    from pipelines.tables import DAY as DAILY
+    from pipelines.tables import DOWNTIME_TABLES
+
+    for table in DOWNTIME_TABLES:
+        assert table.grain == DAILY and table.lake and table.by_cluster, table.name
+        declared = [(name, sql_type(dtype)) for name, dtype in DOWNTIME_INTERVAL.items()]
+        assert columns(warehouse, table.name) == [*declared, *DAY], table.name

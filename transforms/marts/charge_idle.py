@@ -12,6 +12,11 @@ segment = idle. Policies:
   (all models), largest remainder in micro-GPU-hours so the shares add up exactly.
 - ``even``: the same with equal weights for every department with card-hours on the cluster.
 
+Before a policy applies, the GPU-hours the capacity split (``marts.fct_gpu_capacity_split``) puts
+in a platform state (down, planned down: ``transforms/marts/charge_platform.py``) are taken out of
+the idle capacity: under every policy they stay with the platform owner, one row per state
+(``capacity_state``); the idle rows carry ``capacity_state`` ``idle`` (reserved time included).
+
 A cluster without charged departments, or an idle amount below 0 (jobs held more than the
 inventory; the reconciliation fails), stays with the platform owner. Each row's cost is its
 quantity x the model's list price of the segment (no multipliers), rounded half up to the cent.
@@ -23,9 +28,11 @@ from datetime import datetime
 
 import polars as pl
 
+from contracts.capacity_states import IDLE
 from contracts.chargeback import PRICE
 from transforms.helpers.charge_money import cost_cents, div_half_up, float_micro, largest_remainder, to_scaled_int
 from transforms.marts.charge_lines import base_model
+from transforms.marts.charge_platform import take_platform
 
 UNALLOCATED = "(unallocated)"
 POLICIES = ("none", "proportional", "even")
@@ -45,6 +52,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "cost_cents": pl.Int64(),
     "is_priced": pl.Boolean(),
     "idle_policy": pl.String(),
+    "capacity_state": pl.String(),  # idle (the policy's rows), or a platform state (the owner's)
 }
 SEGMENT = ["cluster", "gpu_model", "charge_period_start", "charge_period_end"]
 
@@ -90,9 +98,11 @@ def int_charge_idle(
     policy: str,
     period_start: datetime,
     period_end: datetime,
+    platform: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Idle rows (SCHEMA). ``lines``: int_charge_lines rows; ``capacity``: cluster, gpu_model
-    (label), capacity_gpu_hours (float, the month); ``prices`` as for int_charge_lines."""
+    (label), capacity_gpu_hours (float, the month); ``prices`` as for int_charge_lines;
+    ``platform``: ``charge_platform.PLATFORM_HOURS`` rows (None: no downtime known)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown idle-capacity policy {policy!r} (one of {', '.join(POLICIES)})")
     segments = _capacity_segments(capacity, prices, period_start, period_end)
@@ -104,6 +114,7 @@ def int_charge_idle(
             (pl.col("capacity_gpu_hours_micro") - pl.col("charged_gpu_hours_micro")).alias("idle_gpu_hours_micro")
         )
     )
+    idle, owned = take_platform(idle, platform)
     weights = _weights(lines if policy != "none" else lines.clear(), policy)  # none: nobody carries idle
     spread = idle.filter(pl.col("idle_gpu_hours_micro") >= 0).join(weights, on="cluster", how="inner")
     kept = idle.join(spread.select("cluster").unique(), on="cluster", how="anti").with_columns(
@@ -127,12 +138,19 @@ def int_charge_idle(
     )
     spread = largest_remainder(spread, "idle_gpu_hours_micro", "weight", SEGMENT, ["department"], "gpu_hours_micro")
     spread = spread.with_columns((pl.col("weight") / pl.col("weight").sum().over(SEGMENT)).alias("idle_share"))
-    rows = pl.concat([kept, spread], how="diagonal_relaxed").with_columns(
+    owned = owned.with_columns(
+        pl.lit(UNALLOCATED).alias("department"),
+        pl.lit(UNALLOCATED).alias("division"),
+        pl.col("idle_gpu_hours_micro").alias("gpu_hours_micro"),
+        pl.lit(1.0).alias("idle_share"),
+    )
+    idle_rows = pl.concat([kept, spread], how="diagonal_relaxed").with_columns(pl.lit(IDLE).alias("capacity_state"))
+    rows = pl.concat([idle_rows, owned], how="diagonal_relaxed").with_columns(
         cost_cents(pl.col("gpu_hours_micro"), pl.col("unit_price_micro")).fill_null(0).alias("cost_cents"),
         pl.col("unit_price_micro").is_not_null().alias("is_priced"),
         pl.lit(policy).alias("idle_policy"),
     )
-    return rows.select(pl.col(n).cast(t) for n, t in SCHEMA.items()).sort([*SEGMENT, "department"])
+    return rows.select(pl.col(n).cast(t) for n, t in SCHEMA.items()).sort([*SEGMENT, "capacity_state", "department"])
 
 
 def capacity_by_model(inventory: pl.DataFrame, period_start: datetime, period_end: datetime) -> pl.DataFrame:

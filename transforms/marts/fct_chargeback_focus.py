@@ -21,6 +21,7 @@ from datetime import date, datetime
 
 import polars as pl
 
+from contracts.capacity_states import IDLE
 from contracts.chargeback import (
     FOCUS_COLUMNS,
     FOCUS_MEASURES,
@@ -38,6 +39,7 @@ from contracts.chargeback import (
 from transforms.helpers.charge_corrections import differences
 from transforms.helpers.charge_money import div_half_up, scaled_decimal
 from transforms.marts.charge_lines import ROW_GRAIN
+from transforms.marts.charge_platform import CAPACITY_TITLES, CHARGE_KINDS
 from transforms.marts.fct_chargeback_jobs import CORRECTION, sku_price_id
 
 SCHEMA, ROW_KEY, ORDER, MEASURES = FOCUS_SCHEMA, FOCUS_ROW_KEY, FOCUS_ORDER, FOCUS_MEASURES
@@ -98,6 +100,9 @@ def _idle(idle: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("platform owner"))
         .otherwise(pl.format("{} share", "idle_policy"))
     )
+    is_idle = pl.col("capacity_state") == IDLE
+    place = pl.when(is_idle).then(pl.lit("capacity")).otherwise(pl.col("capacity_state"))  # idle keeps its ids
+    title = pl.col("capacity_state").replace_strict(CAPACITY_TITLES)
     return idle.with_columns(
         pl.col("gpu_hours_micro").alias("_qty"),
         pl.col("cost_cents").alias("_cents"),
@@ -106,14 +111,12 @@ def _idle(idle: pl.DataFrame) -> pl.DataFrame:
         pl.lit(0, pl.Int128).alias("_util"),
         (pl.col("idle_share") * 10**6).round(0).cast(pl.Int64).alias("_share"),
         pl.lit(0, pl.Int64).alias("x_JobCount"),
-        pl.lit("idle_capacity").alias("x_ChargeKind"),
+        pl.col("capacity_state").replace_strict(CHARGE_KINDS).alias("x_ChargeKind"),
         pl.col("unit_price_micro"),
-        sku_price_id(pl.col("gpu_model"), pl.lit("capacity"), pl.lit(""), pl.col("charge_period_start")).alias(
-            "SkuPriceId"
-        ),
-        pl.format("{}/capacity/{}", "cluster", "gpu_model").alias("ResourceId"),
+        sku_price_id(pl.col("gpu_model"), place, pl.lit(""), pl.col("charge_period_start")).alias("SkuPriceId"),
+        pl.format("{}/{}/{}", "cluster", place, "gpu_model").alias("ResourceId"),
         pl.format("{} GPU capacity, cluster {}", "gpu_model", "cluster").alias("ResourceName"),
-        pl.format("Idle {} GPU capacity ({})", "gpu_model", share).alias("ChargeDescription"),
+        pl.format("{} {} GPU capacity ({})", title, "gpu_model", share).alias("ChargeDescription"),
         pl.struct("cluster", "department", "division", "idle_policy").struct.json_encode().alias("Tags"),
     )
 

@@ -3,7 +3,8 @@
 One row per cluster and charge month, over every FOCUS row and job line of that charge
 month (the regular ones and any corrections, whatever billing month books them):
 
-- capacity: charged GPU-hours (usage rows) + idle GPU-hours (idle-capacity rows) = capacity
+- capacity: charged GPU-hours (usage rows) + idle GPU-hours (idle-capacity rows) + the platform's
+  down and planned-down GPU-hours (their own rows, never charged to departments) = capacity
   GPU-hours (per GPU model label rounded half up to 1e-6), exactly;
 - cost: every non-correction row's BilledCost = round_half_up(PricingQuantity x
   ContractedUnitPrice, 2), List/Contracted/Effective cost = BilledCost, and every row priced;
@@ -21,8 +22,12 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import polars as pl
 
+from contracts.capacity_states import PLATFORM_STATES
 from contracts.chargeback import MONEY, QUANTITY
 from transforms.helpers.charge_money import float_micro, scaled_decimal, to_scaled_int
+from transforms.marts.charge_platform import CHARGE_KINDS, IDLE_KIND
+
+PLATFORM_COLUMNS: dict[str, str] = {state: f"{state}_gpu_hours" for state in PLATFORM_STATES}
 
 SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
@@ -46,6 +51,8 @@ SCHEMA: dict[str, pl.DataType] = {
     "cost_balanced": pl.Boolean(),
     "departments_balanced": pl.Boolean(),
     "jobs_balanced": pl.Boolean(),
+    **{column: QUANTITY for column in PLATFORM_COLUMNS.values()},
+    "platform_cost": MONEY,
 }
 RUN = ["cluster", "job_id_raw", "start_time"]
 _CENT = Decimal("0.01")
@@ -146,10 +153,12 @@ def mart_chargeback_reconciliation(
 
     totals = focus.group_by("cluster").agg(
         q("usage").alias("_charged"),
-        q("idle_capacity").alias("_idle"),
+        q(IDLE_KIND).alias("_idle"),
+        *[q(CHARGE_KINDS[state]).alias(f"_{state}") for state in PLATFORM_STATES],
+        c(pl.col("x_ChargeKind").is_in([CHARGE_KINDS[state] for state in PLATFORM_STATES])).alias("_platform_cost"),
         c(pl.lit(True)).alias("_billed"),
         c(pl.col("x_ChargeKind") == "usage").alias("_usage_cost"),
-        c(pl.col("x_ChargeKind") == "idle_capacity").alias("_idle_cost"),
+        c(pl.col("x_ChargeKind") == IDLE_KIND).alias("_idle_cost"),
         c(pl.col("ChargeClass") == "Correction").alias("_correction_cost"),
     )
     cap = capacity.group_by("cluster").agg(float_micro(pl.col("capacity_gpu_hours")).sum().alias("_capacity"))
@@ -185,7 +194,11 @@ def mart_chargeback_reconciliation(
             dec2("_idle_cost").alias("idle_cost"),
             dec2("_correction_cost").alias("correction_cost"),
             dec2("_detail_cost").alias("job_detail_cost"),
-            (pl.col("_charged") + pl.col("_idle") == pl.col("_capacity")).alias("capacity_balanced"),
+            *[dec6(f"_{state}").alias(column) for state, column in PLATFORM_COLUMNS.items()],
+            dec2("_platform_cost").alias("platform_cost"),
+            (pl.sum_horizontal("_charged", "_idle", *[f"_{s}" for s in PLATFORM_STATES]) == pl.col("_capacity")).alias(
+                "capacity_balanced"
+            ),
             ((pl.col("misrounded_rows") == 0) & (pl.col("unpriced_rows") == 0)).alias("cost_balanced"),
             ((pl.col("departments_mismatched") == 0) & (pl.col("_usage_cost") == pl.col("_detail_cost"))).alias(
                 "departments_balanced"

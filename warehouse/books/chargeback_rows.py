@@ -17,8 +17,10 @@ import polars as pl
 
 from config import Config
 from config.rates import multiplier_frame, price_frame
+from contracts.capacity_states import PLATFORM_STATES
 from transforms.marts.charge_idle import capacity_by_model, int_charge_idle
 from transforms.marts.charge_lines import int_charge_lines
+from transforms.marts.charge_platform import platform_hours
 from transforms.marts.fct_chargeback_focus import fct_chargeback_focus, focus_corrections, month_bounds
 from transforms.marts.fct_chargeback_jobs import fct_chargeback_jobs, job_corrections
 from transforms.marts.mart_chargeback_reconciliation import mart_chargeback_reconciliation
@@ -27,6 +29,12 @@ from warehouse.books.inventory import capacity_inventory
 from warehouse.books.ledger import booked, closed_months, next_open_month
 
 USAGE_SQL = "SELECT * FROM marts.fct_job_usage WHERE month = ?"
+_PLATFORM_SECONDS = [f"{state}_seconds" for state in PLATFORM_STATES]  # marts.fct_gpu_capacity_split columns
+PLATFORM_SQL = (
+    f"SELECT cluster, gpu_model, gpu_i_profile, hour, {', '.join(_PLATFORM_SECONDS)} "
+    "FROM marts.fct_gpu_capacity_split WHERE month = ? AND list_contains(?, cluster) AND "
+    f"({' OR '.join(f'{column} > 0' for column in _PLATFORM_SECONDS)})"
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,12 @@ def capacity(conn: duckdb.DuckDBPyConnection, config: Config, start: datetime, e
     return capacity_by_model(inventory.filter(pl.col("cluster").is_in(config.charged_clusters)), start, end)
 
 
+def platform(conn: duckdb.DuckDBPyConnection, config: Config, month: date) -> pl.DataFrame:
+    """Per cluster, GPU model label and hour: the GPU-seconds the capacity split puts in a platform
+    state (down, planned down) on the charged clusters (``charge_platform.PLATFORM_HOURS``)."""
+    return platform_hours(read_frame(conn, PLATFORM_SQL, [month, list(config.charged_clusters)]))
+
+
 def job_rows(conn: duckdb.DuckDBPyConnection, config: Config, month: date, lines: pl.DataFrame) -> ChargeRows:
     """marts.fct_chargeback_jobs rows of charge month ``month`` from its charge ``lines``."""
     billing, closed = target(conn, month)
@@ -93,6 +107,7 @@ def focus_rows(conn: duckdb.DuckDBPyConnection, config: Config, month: date, lin
         config.rates.idle_capacity,
         start,
         end,
+        platform(conn, config, month),
     )
     current = fct_chargeback_focus(lines, idle, month, identity, names)
     rows = focus_corrections(current, booked(conn, "chargeback_ledger", month), billing) if closed else current

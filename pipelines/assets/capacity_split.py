@@ -1,0 +1,52 @@
+"""marts.fct_gpu_capacity_split: each GPU-hour of fct_gpu_hourly split into the capacity states
+(allocated, planned down, down, reserved, idle) by the downtime intervals of every table in
+``DOWNTIME_TABLES`` (transforms/marts/fct_gpu_capacity_split.py), with its blocking check."""
+
+import polars as pl
+
+from contracts.capacity_states import DOWNTIME_INTERVAL
+from contracts.sources import KUBE
+from pipelines.checks.capacity_split import CAPACITY_STATES_BALANCE, capacity_states_balance_check
+from pipelines.step import Step
+from pipelines.table_asset import Built, Check, table_asset
+from pipelines.tables import DOWNTIME_TABLES, FCT_GPU_CAPACITY_SPLIT, FCT_GPU_HOURLY, STG_KUBE__PODS, STG_SLURM__JOBS
+from transforms.marts.capacity_placement import host_runs
+from transforms.marts.fct_gpu_capacity_split import HOURLY_COLUMNS, STATE_COLUMNS, fct_gpu_capacity_split
+
+
+def month_intervals(step: Step) -> pl.DataFrame:
+    """The downtime intervals of the month's days, from every table that holds them."""
+    columns = ", ".join(DOWNTIME_INTERVAL)
+    frames = [step.read(table, columns=columns) for table in DOWNTIME_TABLES]
+    return pl.concat([frame.cast(DOWNTIME_INTERVAL) for frame in frames])
+
+
+def month_runs(step: Step) -> pl.DataFrame:
+    """The GPUs each run and pod of the month held per host, and when (``capacity_placement.HELD``)."""
+    jobs = step.read(STG_SLURM__JOBS, columns="cluster, hosts, gpus, start_time, end_time")
+    pods = [
+        step.read(STG_KUBE__PODS, cluster=c.name, columns="cluster, node, gpus, start_time, end_time")
+        for c in step.clusters
+        if KUBE in c.sources
+    ]
+    return host_runs(jobs, pl.concat(pods) if pods else None, step.start, step.end)
+
+
+@table_asset(
+    FCT_GPU_CAPACITY_SPLIT,
+    reads=[FCT_GPU_HOURLY, STG_SLURM__JOBS, STG_KUBE__PODS, *DOWNTIME_TABLES],
+    kinds=["polars"],
+    checks=[Check(CAPACITY_STATES_BALANCE)],
+    description="Per GPU or MIG instance and hour: capacity GPU-seconds split into allocated, planned down, "
+    "down, reserved and idle (one state per GPU-second, by precedence).",
+)
+def fct_gpu_capacity_split_asset(step: Step) -> Built:
+    hourly = step.read(FCT_GPU_HOURLY, columns=", ".join(HOURLY_COLUMNS))
+    split = fct_gpu_capacity_split(hourly, month_intervals(step), step.start, step.end, month_runs(step))
+    totals = split.select([(pl.col(c).sum() / 3600).round(6).alias(c) for c in STATE_COLUMNS.values()])
+    gpu_hours = {state: float(totals[column][0] or 0.0) for state, column in STATE_COLUMNS.items()}
+    return Built(
+        split,
+        metadata={"gpu_hours_by_state": gpu_hours},
+        checks=[capacity_states_balance_check(split, step.key)],
+    )
