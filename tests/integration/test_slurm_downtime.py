@@ -17,7 +17,7 @@ from pipelines.resources import CardhoursResource
 from tests.integration.test_slurm_lookback import CONFIG, _not_across_midnight
 from tests.slurm_harness import SlurmCluster
 from tests.slurm_harness.cluster import _binary
-from tests.slurm_harness.downtime import DRAIN_REASON, MAINT, OPEN_REASON, TEAM, make_downtime
+from tests.slurm_harness.downtime_fixtures import DRAIN_REASON, MAINT, OPEN_REASON, TEAM, make_downtime
 from tests.support.warehouse_read import read_lake
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(300)]

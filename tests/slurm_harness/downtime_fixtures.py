@@ -1,7 +1,7 @@
 """Downtime on the test cluster: drain the node with a reason and resume it, drain it again (left
 open), and create a maintenance (MAINT) reservation and an ordinary one, each a known interval.
 
-    .venv/bin/python -m tests.slurm_harness.downtime tests/fixtures/slurm_downtime
+    .venv/bin/python -m tests.slurm_harness.downtime_fixtures tests/fixtures/slurm_downtime
 
 records what cardhours reads of them (sources/slurm_downtime.py) into the directory:
 ``real_22.05_events.txt`` and ``real_22.05_reservations.txt`` (``sacctmgr --parsable2 show

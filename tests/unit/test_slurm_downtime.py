@@ -1,6 +1,6 @@
 """Slurm node events and reservations -> downtime intervals of a day, on outputs recorded from the
 real Slurm of tests/slurm_harness (tests/fixtures/slurm_downtime, re-recorded by
-``python -m tests.slurm_harness.downtime``)."""
+``python -m tests.slurm_harness.downtime_fixtures``)."""
 
 from __future__ import annotations
 
