@@ -36,7 +36,7 @@ def metrics_to_read(cluster: ClusterConfig) -> list[str]:
     kube = cluster.kubernetes
     if kube is None:
         return []
-    names = kube.pod_metrics()
+    names = kube.pod_metrics() + kube.node_metrics()
     if kube.kueue.enabled:
         names += kube.kueue.metrics()
     if kube.volcano.enabled:

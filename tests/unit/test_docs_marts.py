@@ -14,6 +14,7 @@ from transforms.marts import (
     mart_deployment_monthly,
     mart_kube_queue_monthly,
 )
+from transforms.staging import stg_kube__node_capacity
 
 DOC = Path(__file__).parents[2] / "docs" / "marts.md"
 MARTS = {
@@ -24,6 +25,7 @@ MARTS = {
     "marts.mart_deployment_monthly": mart_deployment_monthly.SCHEMA,
     "marts.mart_kube_queue_monthly": mart_kube_queue_monthly.SCHEMA,
     "intermediate.int_gpu_inventory_observed": int_gpu_inventory_observed.SCHEMA,
+    "staging.stg_kube__node_capacity": stg_kube__node_capacity.SCHEMA,
 }
 
 
