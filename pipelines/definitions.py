@@ -18,7 +18,7 @@ from pipelines.assets.intermediate import int_gpu_minutes_attributed_asset
 from pipelines.assets.inventory import int_gpu_inventory_observed_asset
 from pipelines.assets.kube import raw_kube_series, stg_kube__jobs_asset, stg_kube__pods_asset
 from pipelines.assets.kube_marts import mart_deployment_monthly_asset, mart_kube_queue_monthly_asset
-from pipelines.assets.kube_nodes import stg_kube__node_capacity_asset
+from pipelines.assets.kube_nodes import stg_kube__node_capacity_asset, stg_kube__node_downtime_asset
 from pipelines.assets.marts import (
     fct_gpu_hourly_asset,
     fct_job_usage_asset,
@@ -52,6 +52,7 @@ ASSETS = [
     stg_kube__pods_asset,
     stg_kube__jobs_asset,
     stg_kube__node_capacity_asset,
+    stg_kube__node_downtime_asset,
     int_gpu_minutes_attributed_asset,
     int_gpu_inventory_observed_asset,
     fct_job_usage_asset,

@@ -1,14 +1,18 @@
 """Kubernetes node series through the real Prometheus of conftest.py: the advertised GPUs land as
 runs, count per hour as the simulator wrote them, and stand for the MIG node's cards where DCGM is
-silent (its config declares it whole)."""
+silent (its config declares it whole); the node conditions give the simulator's downtime."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import polars as pl
 import pytest
 
 from config import load_config
+from contracts.capacity_states import DOWNTIME_INTERVAL
 from simulate.cluster import GPUS_PER_NODE, MIG_LAYOUT
+from simulate.kube.nodes import NODE_EVENTS
 from simulate.run import SimulationResult
 from sources.kube.landing import Landing
 from tests.integration.kube.cases import STEP, T0, T1
@@ -16,6 +20,7 @@ from tests.integration.kube.reading import land_days
 from transforms.intermediate.int_gpu_inventory_observed import SCHEMA, hourly_inventory, inventory_differences
 from transforms.intermediate.inventory_kube import kube_observed
 from transforms.staging.stg_kube__node_capacity import stg_kube__node_capacity
+from transforms.staging.stg_kube__node_downtime import stg_kube__node_downtime
 
 pytestmark = [pytest.mark.integration]
 
@@ -78,3 +83,27 @@ def test_kube_capacity_stands_for_the_cards_dcgm_does_not_report(sim: Simulation
     differences = inventory_differences(declared, observed)
     assert set(differences["hostname"]) == {MIG_HOST} and set(differences["observed_by"]) == {"kube"}
     assert (differences["hours"] == 48).all() and differences.height == GPUS_PER_NODE
+
+
+def test_node_conditions_are_the_simulated_downtime(cluster, landings: list[Landing]) -> None:
+    kube = cluster.kubernetes
+    days = [
+        stg_kube__node_downtime(
+            landing.node_runs,
+            T0 + timedelta(days=i),
+            T0 + timedelta(days=i + 1),
+            STEP,
+            condition_metric=kube.node_metric_names.node_condition,
+            unschedulable_metric=kube.node_metric_names.node_unschedulable,
+        )
+        for i, landing in enumerate(landings)
+    ]
+    got = pl.concat(days)
+    assert got.schema == pl.Schema(DOWNTIME_INTERVAL)
+    reasons = {"not_ready": "NotReady", "cordoned": "cordoned"}
+    want = [
+        (node, T0 + timedelta(seconds=a), T0 + timedelta(seconds=b), reasons[kind]) for node, kind, a, b in NODE_EVENTS
+    ]
+    rows = got.select("hostname", "start_ts", "end_ts", "reason").rows()
+    assert sorted(rows) == sorted(want)  # the events start and end on the scrape grid: exact
+    assert set(got["source"]) == {"kube_node_condition"} and got["gpu"].is_null().all()
