@@ -12,6 +12,7 @@ from dagster import Definitions, EnvVar
 
 from pipelines.alerts import ingest_freshness, run_failure_alert
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
+from pipelines.assets.dcgm_downtime import stg_dcgm__gpu_dropout_asset
 from pipelines.assets.gate import month_landed
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
 from pipelines.assets.intermediate import int_gpu_minutes_attributed_asset
@@ -47,6 +48,7 @@ ASSETS = [
     stg_dcgm__gpu_minutely_asset,
     stg_dcgm__gpu_hour_sums_asset,
     stg_dcgm__field_presence_asset,
+    stg_dcgm__gpu_dropout_asset,
     stg_slurm__jobs_asset,
     raw_kube_series,
     stg_kube__pods_asset,

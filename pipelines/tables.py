@@ -103,6 +103,7 @@ STG_DCGM__GPU_HOURLY = _daily("staging.stg_dcgm__gpu_hourly")
 STG_DCGM__GPU_MINUTELY = _daily("staging.stg_dcgm__gpu_minutely")
 STG_DCGM__GPU_HOUR_SUMS = _daily("staging.stg_dcgm__gpu_hour_sums")
 STG_DCGM__FIELD_PRESENCE = _daily("staging.stg_dcgm__field_presence")
+STG_DCGM__GPU_DROPOUT = _daily("staging.stg_dcgm__gpu_dropout")  # downtime intervals (DOWNTIME_INTERVAL)
 STG_KUBE__NODE_CAPACITY = _daily("staging.stg_kube__node_capacity")
 # Downtime intervals (contracts/capacity_states.py DOWNTIME_INTERVAL), one table per source, clipped to the day.
 STG_KUBE__NODE_DOWNTIME = _daily("staging.stg_kube__node_downtime")
