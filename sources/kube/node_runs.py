@@ -66,6 +66,7 @@ def _labels_json(row: dict, node_labels: bool) -> str:
 def node_series(long: LongSamples, kube: KubernetesConfig) -> pl.DataFrame:
     """``series_id, metric, node, labels`` of the node series landed (node null: no node label)."""
     names = kube.node_metric_names
+    series = long.series.filter(pl.col("__name__").is_in(kube.node_metrics()))
     rows = [
         {
             "series_id": row["series_id"],
@@ -73,8 +74,8 @@ def node_series(long: LongSamples, kube: KubernetesConfig) -> pl.DataFrame:
             "node": row.get("node") or None,
             "labels": _labels_json(row, row["__name__"] == names.node_labels),
         }
-        for row in long.series.iter_rows(named=True)
-        if row["__name__"] in kube.node_metrics() and _kept(row, kube)
+        for row in series.iter_rows(named=True)
+        if _kept(row, kube)
     ]
     schema = {"series_id": pl.UInt32, "metric": pl.String, "node": pl.String, "labels": pl.String}
     return pl.DataFrame(rows, schema=schema)
