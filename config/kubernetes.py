@@ -45,6 +45,20 @@ class KubeMetricNames(StrictModel):
         return self
 
 
+class KubeNodeMetricNames(StrictModel):
+    """kube-state-metrics v2 node series: advertised GPUs, node labels, conditions, cordon."""
+
+    node_capacity: str = "kube_node_status_capacity"
+    node_labels: str = "kube_node_labels"
+    node_condition: str = "kube_node_status_condition"
+    node_unschedulable: str = "kube_node_spec_unschedulable"
+
+    @model_validator(mode="after")
+    def _valid(self) -> KubeNodeMetricNames:
+        raise_problems(_check_names(self, _METRIC_NAME, "metric"))
+        return self
+
+
 class KueueConfig(StrictModel):
     """Kueue's controller metrics (per ClusterQueue)."""
 
@@ -92,6 +106,7 @@ class KubernetesConfig(StrictModel):
     # Extra label matchers for every kube-state-metrics / Kueue / Volcano query.
     selector: str = ""
     metric_names: KubeMetricNames = Field(default_factory=KubeMetricNames)
+    node_metric_names: KubeNodeMetricNames = Field(default_factory=KubeNodeMetricNames)
     # Pod labels, then namespace labels, in this order: the first non-empty one names the department.
     department_labels: list[str] = Field(default_factory=lambda: ["label_department", "label_team"])
     # The LocalQueue a pod was submitted to (Kueue's `kueue.x-k8s.io/queue-name` label).
@@ -143,3 +158,7 @@ class KubernetesConfig(StrictModel):
     def pod_metrics(self) -> list[str]:
         """The kube-state-metrics series read per pod (plus namespace labels)."""
         return list(self.metric_names.__dict__.values())
+
+    def node_metrics(self) -> list[str]:
+        """The kube-state-metrics series read per node (advertised GPUs, labels, conditions)."""
+        return list(self.node_metric_names.__dict__.values())

@@ -13,6 +13,7 @@ from dagster import Definitions, EnvVar
 from pipelines.alerts import ingest_freshness, run_failure_alert
 from pipelines.assets.capacity_split import fct_gpu_capacity_split_asset
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
+from pipelines.assets.dcgm_downtime import stg_dcgm__gpu_dropout_asset
 from pipelines.assets.downtime import stg_slurm__downtime_asset
 from pipelines.assets.gate import month_landed
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
@@ -20,6 +21,7 @@ from pipelines.assets.intermediate import int_gpu_minutes_attributed_asset
 from pipelines.assets.inventory import int_gpu_inventory_observed_asset
 from pipelines.assets.kube import raw_kube_series, stg_kube__jobs_asset, stg_kube__pods_asset
 from pipelines.assets.kube_marts import mart_deployment_monthly_asset, mart_kube_queue_monthly_asset
+from pipelines.assets.kube_nodes import stg_kube__node_capacity_asset, stg_kube__node_downtime_asset
 from pipelines.assets.marts import (
     fct_gpu_hourly_asset,
     fct_job_usage_asset,
@@ -49,10 +51,13 @@ ASSETS = [
     stg_dcgm__gpu_minutely_asset,
     stg_dcgm__gpu_hour_sums_asset,
     stg_dcgm__field_presence_asset,
+    stg_dcgm__gpu_dropout_asset,
     stg_slurm__jobs_asset,
     raw_kube_series,
     stg_kube__pods_asset,
     stg_kube__jobs_asset,
+    stg_kube__node_capacity_asset,
+    stg_kube__node_downtime_asset,
     int_gpu_minutes_attributed_asset,
     int_gpu_inventory_observed_asset,
     fct_job_usage_asset,

@@ -86,6 +86,7 @@ RAW_DCGM_SAMPLES = _raw("raw.dcgm_samples")
 RAW_SLURM_SACCT = _raw("raw.slurm_sacct")
 RAW_KUBE_SERIES = _raw("raw.kube_series")
 RAW_KUBE_QUEUE_SAMPLES = Table("raw.kube_queue_samples", DAY, by_cluster=True, writer=RAW_KUBE_SERIES, lake=True)
+RAW_KUBE_NODE_RUNS = Table("raw.kube_node_runs", DAY, by_cluster=True, writer=RAW_KUBE_SERIES, lake=True)
 # Rejected input: of the daily landings per source, cluster and day (partition_key) in the lake, and
 # of the monthly staging steps per source and month in the DuckDB file; raw.quarantine reads both.
 RAW_QUARANTINE_MONTHLY = Table("raw.quarantine_monthly", MONTH, period_column="partition_key")
@@ -102,9 +103,12 @@ STG_DCGM__GPU_HOURLY = _daily("staging.stg_dcgm__gpu_hourly")
 STG_DCGM__GPU_MINUTELY = _daily("staging.stg_dcgm__gpu_minutely")
 STG_DCGM__GPU_HOUR_SUMS = _daily("staging.stg_dcgm__gpu_hour_sums")
 STG_DCGM__FIELD_PRESENCE = _daily("staging.stg_dcgm__field_presence")
-STG_SLURM__JOBS = Table("staging.stg_slurm__jobs", MONTH, "staging")
-# Downtime intervals (contracts/capacity_states.py DOWNTIME_INTERVAL) of the day, landed by their source.
+STG_KUBE__NODE_CAPACITY = _daily("staging.stg_kube__node_capacity")
+# Downtime intervals (contracts/capacity_states.py DOWNTIME_INTERVAL) of the day, one table per source.
+STG_DCGM__GPU_DROPOUT = _daily("staging.stg_dcgm__gpu_dropout")
+STG_KUBE__NODE_DOWNTIME = _daily("staging.stg_kube__node_downtime")
 STG_SLURM__DOWNTIME = Table("staging.stg_slurm__downtime", DAY, "ingest", by_cluster=True, lake=True)
+STG_SLURM__JOBS = Table("staging.stg_slurm__jobs", MONTH, "staging")
 STG_KUBE__PODS = Table("staging.stg_kube__pods", MONTH, "staging")
 STG_KUBE__JOBS = Table("staging.stg_kube__jobs", MONTH, "staging")
 
@@ -130,7 +134,7 @@ MART_CHARGEBACK_RECONCILIATION = _mart("marts.mart_chargeback_reconciliation", "
 # Every table of downtime intervals: daily tables (period column `day`) whose columns are exactly
 # contracts/capacity_states.py DOWNTIME_INTERVAL (+ day). The capacity split (marts.fct_gpu_capacity_split)
 # and the review's downtime section read their union; a new source of intervals adds its table here.
-DOWNTIME_TABLES: tuple[Table, ...] = (STG_SLURM__DOWNTIME,)
+DOWNTIME_TABLES: tuple[Table, ...] = (STG_SLURM__DOWNTIME, STG_KUBE__NODE_DOWNTIME, STG_DCGM__GPU_DROPOUT)
 
 MONTH_LANDED = Node("meta.month_landed", MONTH, "meta")  # the monthly gate: every day landed
 REVIEW_HTML = Node("reports.review_html", MONTH, "reports")

@@ -1,16 +1,19 @@
 """intermediate.int_gpu_inventory_observed: the GPUs and MIG instances the DCGM hourly rollup
-reported each hour of the month (``transforms/intermediate/int_gpu_inventory_observed.py``).
+reported each hour of the month (``transforms/intermediate/int_gpu_inventory_observed.py``), and
+where DCGM did not report a node, the cards its Kubernetes node advertised
+(``transforms/intermediate/inventory_kube.py``).
 
 The marts' capacity is the config's inventory with the cards observed otherwise replaced, hour
 by hour (``capacity_inventory``, warehouse/books/inventory.py); each difference is logged here
 with what to change in the config, and the review lists them.
 """
 
+import polars as pl
 from dagster import MetadataValue
 
 from pipelines.step import Step
 from pipelines.table_asset import table_asset
-from pipelines.tables import INT_GPU_INVENTORY_OBSERVED, MONTH_LANDED, STG_DCGM__GPU_HOURLY
+from pipelines.tables import INT_GPU_INVENTORY_OBSERVED, MONTH_LANDED, STG_DCGM__GPU_HOURLY, STG_KUBE__NODE_CAPACITY
 from transforms.intermediate.int_gpu_inventory_observed import (
     CARD,
     OBSERVED_SQL,
@@ -19,21 +22,25 @@ from transforms.intermediate.int_gpu_inventory_observed import (
     inventory_differences,
 )
 from transforms.intermediate.inventory_cards import cards_that_may_differ, instance_counts
+from transforms.intermediate.inventory_kube import kube_observed
 
 
 @table_asset(
     INT_GPU_INVENTORY_OBSERVED,
-    reads=[STG_DCGM__GPU_HOURLY],
+    reads=[STG_DCGM__GPU_HOURLY, STG_KUBE__NODE_CAPACITY],
     after=[MONTH_LANDED],
     kinds=["polars"],
-    description="Per GPU or MIG instance and hour: what DCGM reported (uuid, model, MIG profile); capacity "
-    "takes a card's observed layout where it differs from the config's.",
+    description="Per GPU or MIG instance and hour: what DCGM reported (uuid, model, MIG profile), else what the "
+    "Kubernetes node advertised; capacity takes a card's observed layout where it differs from the config's.",
 )
 def int_gpu_inventory_observed_asset(step: Step):
     params = [step.start.date(), step.end.date(), step.start, step.end]
-    observed = step.sql(OBSERVED_SQL, params).cast(SCHEMA)
-    rows = step.write(observed)
+    dcgm = step.sql(OBSERVED_SQL, params).cast(SCHEMA)
     declared = step.config.inventory_frame()
+    capacity = step.read(STG_KUBE__NODE_CAPACITY, with_period=False)
+    kube = kube_observed(declared, dcgm, capacity, step.start, step.end, step.config.rates.mig_weight, SCHEMA)
+    observed = pl.concat([dcgm, kube]).sort("cluster", "hostname", "gpu", "hour", "gpu_i_id", nulls_last=False)
+    rows = step.write(observed)
     cards = cards_that_may_differ(declared, instance_counts(observed))
     differences = inventory_differences(declared, observed.join(cards, on=CARD, how="semi"))
     advice = [difference_advice(row) for row in differences.iter_rows(named=True)]
@@ -42,6 +49,7 @@ def int_gpu_inventory_observed_asset(step: Step):
     return step.done(
         {
             "differences": len(advice),
+            "kube_rows": kube.height,
             "advice": MetadataValue.json(advice[:50]),
         },
         rows=rows,

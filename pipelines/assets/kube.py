@@ -24,6 +24,7 @@ from pipelines.step import Step
 from pipelines.table_asset import Built, Check, table_asset
 from pipelines.tables import (
     MONTH_LANDED,
+    RAW_KUBE_NODE_RUNS,
     RAW_KUBE_QUEUE_SAMPLES,
     RAW_KUBE_SERIES,
     RAW_QUARANTINE,
@@ -47,39 +48,42 @@ def kube_step_seconds(cluster: ClusterConfig) -> int:
     return cluster.kubernetes.step_seconds or cluster.sample_step_seconds
 
 
-def _land_cluster(step: Step, cluster: ClusterConfig) -> tuple[int, int, int] | Gap:
-    """One cluster's day: queue samples, quarantined series, then the series with the landing;
+def _land_cluster(step: Step, cluster: ClusterConfig) -> tuple[int, int, int, int] | Gap:
+    """One cluster's day: queue samples, node runs, quarantined series, then the series with the landing;
     a ``Gap`` when the source answered with no series at all."""
     reader = KubeReader(cluster)
     try:
-        landing = land(reader.read(step.start, step.end), cluster.kubernetes, cluster.name, step.day)
+        long = reader.read(step.start, step.end)
+        landing = land(long, cluster.kubernetes, cluster.name, step.day, kube_step_seconds(cluster))
     finally:
         reader.close()
     guard_rows(step, RAW_KUBE_SERIES, cluster.name, landing.series)  # before any of the day is replaced
     queue_rows = step.write(landing.queue_samples, table=RAW_KUBE_QUEUE_SAMPLES, cluster=cluster.name)
+    node_rows = step.write(landing.node_runs, table=RAW_KUBE_NODE_RUNS, cluster=cluster.name)
     quarantined = step.write(
         landing.quarantine.select(list(QUARANTINE_SCHEMA)),
         table=RAW_QUARANTINE,
         partition={"cluster": cluster.name, "source": SOURCE, "partition_key": step.day.isoformat()},
     )
     series, bad = landing.series.height, landing.quarantine.height
-    if series + bad + queue_rows == 0:
+    if series + bad + queue_rows + node_rows == 0:
         step.write(landing.series, cluster=cluster.name)
         return empty_day(step.store, cluster.name, step.day, SOURCE)
     rows = step.write(
         landing.series, cluster=cluster.name, also=[landed(cluster.name, step.day, SOURCE, series, bad, series + bad)]
     )
-    return rows, queue_rows, quarantined
+    return rows, queue_rows, node_rows, quarantined
 
 
 @table_asset(
     RAW_KUBE_SERIES,
     description="kube-state-metrics / Volcano series of the day, one row per series (raw.kube_series); "
-    "Kueue ClusterQueue samples (raw.kube_queue_samples).",
+    "Kueue ClusterQueue samples (raw.kube_queue_samples); node series as runs (raw.kube_node_runs).",
 )
 def raw_kube_series(step: Step) -> MaterializeResult:
     rows: dict[str, int] = {}
     queue_rows: dict[str, int] = {}
+    node_rows: dict[str, int] = {}
     quarantined: dict[str, int] = {}
     gaps: list[Gap] = []
     for cluster in step.clusters_with(SOURCE):
@@ -88,7 +92,7 @@ def raw_kube_series(step: Step) -> MaterializeResult:
         if isinstance(landing, Gap):
             gaps.append(record_gap(step.store, step.log, landing))
             continue
-        rows[cluster.name], queue_rows[cluster.name], quarantined[cluster.name] = landing
+        rows[cluster.name], queue_rows[cluster.name], node_rows[cluster.name], quarantined[cluster.name] = landing
         if quarantined[cluster.name]:
             step.log.warning(f"{cluster.name}: {quarantined[cluster.name]} pod series quarantined")
     return MaterializeResult(
@@ -96,6 +100,7 @@ def raw_kube_series(step: Step) -> MaterializeResult:
             "rows": sum(rows.values()),
             "rows_by_cluster": rows,
             "queue_samples": sum(queue_rows.values()),
+            "node_runs": sum(node_rows.values()),
             "quarantined_series": sum(quarantined.values()),
             **gap_metadata(gaps),
             "window_start": str(step.start),

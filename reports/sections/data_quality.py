@@ -49,10 +49,11 @@ INVENTORY_COLUMNS = [
     Column("hostname", "host"),
     Column("gpu", "GPU", fmt_int, True),
     Column("declared", "declared", wrap=True),
-    Column("observed", "observed (DCGM)", wrap=True),
+    Column("observed", "observed", wrap=True),
     Column("hours", "hours", fmt_int, True),
     Column("first_hour", "first hour (UTC)"),
     Column("last_hour", "last hour (UTC)"),
+    Column("observed_by", "observed by"),
     Column("advice", "what to change", wrap=True),
 ]
 

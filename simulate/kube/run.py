@@ -23,10 +23,10 @@ import numpy as np
 import polars as pl
 
 from simulate.jobs import Org
-from simulate.kube import dcgm, interactive, ksm, queues, services, training
+from simulate.kube import dcgm, interactive, ksm, nodes, queues, services, training
 from simulate.kube.om_text import write_daily, write_openmetrics
 from simulate.kube.pods import Pod
-from simulate.kube.pool import SlotPool, kube_inventory
+from simulate.kube.pool import SlotPool, kube_inventory, kube_nodes
 from simulate.kube.truth import marker, pod_allocations, truth_pods
 from simulate.samples import generate_day
 
@@ -146,7 +146,8 @@ class KubeSimulation:
         series += queues.kueue_series(self.jobs, QUOTA_GPUS, self.window) + queues.volcano_series(
             self.jobs, self.window
         )
-        families = {**ksm.FAMILIES, **queues.FAMILIES}
+        series += nodes.node_series(kube_nodes(0), self.window)
+        families = {**ksm.FAMILIES, **queues.FAMILIES, **nodes.FAMILIES}
         if daily:
             written = write_daily(state_path, families, series, origin, self.state_step, self.start)
         else:

@@ -21,7 +21,7 @@ quarantined with its sample count, never dropped silently.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 
 import polars as pl
@@ -29,6 +29,7 @@ import polars as pl
 from config.kubernetes import KubernetesConfig
 from contracts.schemas import QUARANTINE_SCHEMA
 from contracts.sources import KUBE
+from sources.kube.node_runs import RAW_KUBE_NODE_RUNS_SCHEMA, node_runs, node_series
 from sources.prometheus import LongSamples
 
 SOURCE = KUBE  # the raw.quarantine / meta.landings source name
@@ -66,6 +67,7 @@ class Landing:
     series: pl.DataFrame  # RAW_KUBE_SERIES_SCHEMA
     queue_samples: pl.DataFrame  # RAW_KUBE_QUEUE_SCHEMA
     quarantine: pl.DataFrame  # QUARANTINE_SCHEMA
+    node_runs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=RAW_KUBE_NODE_RUNS_SCHEMA))
 
 
 def _labels_json(row: dict[str, str | None], kept: set[str] | None) -> str:
@@ -120,8 +122,46 @@ def _summaries(samples: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def land(long: LongSamples, kube: KubernetesConfig, cluster: str, day: date) -> Landing:
-    """The day's raw rows (``long`` holds the day's samples only)."""
+def _orphan_nodes(long: LongSamples, nodes: pl.DataFrame, cluster: str, day: date) -> pl.DataFrame:
+    """Quarantine rows for the node series without a ``node`` label."""
+    orphans = nodes.filter(pl.col("node").is_null())
+    counts = (
+        long.samples.join(orphans, on="series_id")
+        .group_by("series_id", "metric", "labels")
+        .agg(
+            pl.len().cast(pl.Int64).alias("n_rows"),
+            pl.col("ts").min().alias("first_ts"),
+            pl.col("ts").max().alias("last_ts"),
+        )
+    )
+    return (
+        counts.with_columns(
+            pl.lit(SOURCE).alias("source"),
+            pl.lit(day.isoformat()).alias("partition_key"),
+            pl.concat_str(pl.col("metric"), pl.col("labels")).alias("location"),
+            pl.lit("node series without a node label").alias("reason"),
+            pl.lit(cluster).alias("cluster"),
+            pl.concat_str(
+                pl.lit("samples "),
+                pl.col("first_ts").cast(pl.String),
+                pl.lit(" .. "),
+                pl.col("last_ts").cast(pl.String),
+            ).alias("payload"),
+        )
+        .select(list(QUARANTINE_SCHEMA))
+        .cast(QUARANTINE_SCHEMA)
+    )
+
+
+def land(
+    long: LongSamples, kube: KubernetesConfig, cluster: str, day: date, step_seconds: int | None = None
+) -> Landing:
+    """The day's raw rows (``long`` holds the day's samples only); ``step_seconds``: the
+    kube-state-metrics scrape interval the node series' runs are split by (docs/kubernetes.md)."""
+    long_all = long
+    nodes = node_series(long, kube)
+    runs = node_runs(long, nodes.filter(pl.col("node").is_not_null()), cluster, day, step_seconds)
+    long = LongSamples(long.series.filter(~pl.col("__name__").is_in(kube.node_metrics())), long.samples)
     meta = _series_meta(long.series, kube)
     queue_metrics = set(kube.kueue.metrics()) if kube.kueue.enabled else set()
     if kube.volcano.enabled:
@@ -150,8 +190,12 @@ def land(long: LongSamples, kube: KubernetesConfig, cluster: str, day: date) -> 
         ),
         **tags,
     )
+    quarantine = pl.concat(
+        [bad.select(list(QUARANTINE_SCHEMA)).cast(QUARANTINE_SCHEMA), _orphan_nodes(long_all, nodes, cluster, day)]
+    )
     return Landing(
         series.sort("metric", "namespace", "pod", "labels"),
         queue.select(list(RAW_KUBE_QUEUE_SCHEMA)).sort("metric", "labels", "ts"),
-        bad.select(list(QUARANTINE_SCHEMA)).cast(QUARANTINE_SCHEMA),
+        quarantine,
+        runs,
     )  # type: ignore[arg-type]

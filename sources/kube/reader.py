@@ -36,7 +36,7 @@ def metrics_to_read(cluster: ClusterConfig) -> list[str]:
     kube = cluster.kubernetes
     if kube is None:
         return []
-    names = kube.pod_metrics()
+    names = kube.pod_metrics() + kube.node_metrics()
     if kube.kueue.enabled:
         names += kube.kueue.metrics()
     if kube.volcano.enabled:
@@ -76,9 +76,10 @@ class KubeReader:
         prom = self.cluster.prometheus
         match = selector(metric, self.kube.selector, [])
         window = window_text(start_ms, end_ms)
+        shard_by = ("node",) if metric in self.kube.node_metrics() else ("namespace",)
         label_sets, _ = list_series(
-            self.client, metric, self.kube.selector, start_ms, end_ms, window, shard_labels=("namespace",)
-        )  # by namespace when the server caps listings
+            self.client, metric, self.kube.selector, start_ms, end_ms, window, shard_labels=shard_by
+        )  # by namespace (node series: by node) when the server caps listings
         n_series = len(label_sets)
         if n_series == 0:
             return []

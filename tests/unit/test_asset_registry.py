@@ -29,7 +29,7 @@ def _by_key() -> dict[AssetKey, object]:
 def test_every_asset_is_a_registry_node_and_every_node_an_asset() -> None:
     declared = {node.key for node in NODES if not isinstance(node, Table) or node.group is not None}
     assert set(_by_key()) == declared
-    assert len(declared) == 28
+    assert len(declared) == 31
 
 
 def test_the_jobs_select_the_assets_of_their_grain() -> None:
@@ -40,9 +40,12 @@ def test_the_jobs_select_the_assets_of_their_grain() -> None:
         "raw__kube_series",
         "raw__slurm_sacct",
         "staging__stg_dcgm__field_presence",
+        "staging__stg_dcgm__gpu_dropout",
         "staging__stg_dcgm__gpu_hour_sums",
         "staging__stg_dcgm__gpu_hourly",
         "staging__stg_dcgm__gpu_minutely",
+        "staging__stg_kube__node_capacity",
+        "staging__stg_kube__node_downtime",
         "staging__stg_slurm__downtime",
     ]
     monthly = definitions.resolve_job_def("monthly_review").graph.node_names()

@@ -15,6 +15,7 @@ from transforms.marts import (
     mart_deployment_monthly,
     mart_kube_queue_monthly,
 )
+from transforms.staging import stg_dcgm__gpu_dropout, stg_kube__node_capacity, stg_kube__node_downtime
 
 DOC = Path(__file__).parents[2] / "docs" / "marts.md"
 MARTS = {
@@ -26,6 +27,9 @@ MARTS = {
     "marts.mart_deployment_monthly": mart_deployment_monthly.SCHEMA,
     "marts.mart_kube_queue_monthly": mart_kube_queue_monthly.SCHEMA,
     "intermediate.int_gpu_inventory_observed": int_gpu_inventory_observed.SCHEMA,
+    "staging.stg_kube__node_capacity": stg_kube__node_capacity.SCHEMA,
+    "staging.stg_kube__node_downtime": stg_kube__node_downtime.SCHEMA,
+    "staging.stg_dcgm__gpu_dropout": stg_dcgm__gpu_dropout.SCHEMA,
 }
 
 

@@ -11,6 +11,7 @@ import pytest
 from config import EXAMPLE_CONFIG, load_config
 from tests.unit.config_cases import FIXTURES
 from transforms.intermediate.int_gpu_inventory_observed import (
+    DCGM_KEY,
     OBSERVED_SQL,
     SCHEMA,
     difference_advice,
@@ -36,7 +37,7 @@ def _observed(rows: list[tuple]) -> pl.DataFrame:
             ("sim", host, gpu, f"GPU-{host}-{gpu}", "NVIDIA A100", gi_id, profile, START + timedelta(hours=h), 60)
             for host, gpu, gi_id, profile, h in rows
         ],
-        schema=SCHEMA,
+        schema={name: SCHEMA[name] for name in [*DCGM_KEY, "n_samples"]},
         orient="row",
     )
     return int_gpu_inventory_observed(frame)

@@ -12,8 +12,10 @@ from dagster import materialize
 
 from contracts.runs import FORCE_SHRINK_TAG
 from pipelines.assets.kube import raw_kube_series, stg_kube__jobs_asset, stg_kube__pods_asset
+from pipelines.assets.kube_nodes import stg_kube__node_capacity_asset, stg_kube__node_downtime_asset
 from pipelines.errors import asset_error
 from pipelines.resources import CardhoursResource
+from simulate.kube.nodes import NODE_EVENTS
 from simulate.run import SimulationResult, simulate
 from tests.support.warehouse_read import read_lake
 from warehouse import connect
@@ -42,7 +44,8 @@ def run_all(sim: SimulationResult) -> None:
     resource = CardhoursResource(config_path=str(sim.config_path))
     for i in range(DAYS):
         key = (DAY + timedelta(days=i)).isoformat()
-        assert materialize([raw_kube_series], partition_key=key, resources={"cardhours": resource}).success
+        daily = [raw_kube_series, stg_kube__node_capacity_asset, stg_kube__node_downtime_asset]
+        assert materialize(daily, partition_key=key, resources={"cardhours": resource}).success
     monthly = materialize(
         [stg_kube__pods_asset, stg_kube__jobs_asset], partition_key="2026-03-01", resources={"cardhours": resource}
     )
@@ -59,6 +62,9 @@ def tables(sim: SimulationResult) -> dict[str, pl.DataFrame]:
                 "raw.kube_queue_samples",
                 "staging.stg_kube__pods",
                 "staging.stg_kube__jobs",
+                "raw.kube_node_runs",
+                "staging.stg_kube__node_capacity",
+                "staging.stg_kube__node_downtime",
             )
         }
     finally:
@@ -84,6 +90,13 @@ def test_assets_land_and_stage_every_seen_pod_and_rerun_identically(sim: Simulat
         conn.close()
     per_day = first["raw.kube_series"].group_by("day").len().sort("day")["len"].to_list()
     assert landings.rows() == [("sim", DAY + timedelta(days=i), "kube", per_day[i], "ok") for i in range(DAYS)]
+    origin = datetime.combine(DAY, datetime.min.time())
+    down = first["staging.stg_kube__node_downtime"].select("hostname", "start_ts", "end_ts").rows()
+    assert sorted(down) == sorted(
+        (node, origin + timedelta(seconds=a), origin + timedelta(seconds=b)) for node, _, a, b in NODE_EVENTS
+    )
+    capacity = first["staging.stg_kube__node_capacity"]
+    assert capacity.group_by("hostname").agg(pl.col("hour").n_unique())["hour"].to_list() == [24 * DAYS] * 5
     run_all(sim)
     again = tables(sim)
     for name, frame in first.items():

@@ -18,6 +18,7 @@ import pytest
 
 from contracts.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
 from sources.kube.landing import RAW_KUBE_QUEUE_SCHEMA, RAW_KUBE_SERIES_SCHEMA
+from sources.kube.node_runs import RAW_KUBE_NODE_RUNS_SCHEMA
 from transforms.intermediate import int_gpu_inventory_observed, int_gpu_minutes_attributed
 from transforms.marts import (
     fct_chargeback_focus,
@@ -35,10 +36,13 @@ from transforms.marts import (
 )
 from transforms.staging import (
     stg_dcgm__field_presence,
+    stg_dcgm__gpu_dropout,
     stg_dcgm__gpu_hour_sums,
     stg_dcgm__gpu_hourly,
     stg_dcgm__gpu_minutely,
     stg_kube__jobs,
+    stg_kube__node_capacity,
+    stg_kube__node_downtime,
     stg_kube__pods,
     stg_slurm__downtime,
     stg_slurm__jobs,
@@ -79,6 +83,10 @@ CONTRACTS = (
     Contract("raw.quarantine_monthly", QUARANTINE_SCHEMA),
     Contract("raw.kube_series", RAW_KUBE_SERIES_SCHEMA),
     Contract("raw.kube_queue_samples", RAW_KUBE_QUEUE_SCHEMA),
+    Contract("raw.kube_node_runs", RAW_KUBE_NODE_RUNS_SCHEMA),
+    Contract("staging.stg_kube__node_capacity", stg_kube__node_capacity.SCHEMA, DAY),
+    Contract("staging.stg_kube__node_downtime", stg_kube__node_downtime.SCHEMA, DAY),
+    Contract("staging.stg_dcgm__gpu_dropout", stg_dcgm__gpu_dropout.SCHEMA, DAY),
     Contract("staging.stg_dcgm__field_presence", stg_dcgm__field_presence.SCHEMA),
     Contract("staging.stg_dcgm__gpu_hourly", stg_dcgm__gpu_hourly.SCHEMA, DAY),
     Contract("staging.stg_dcgm__gpu_minutely", stg_dcgm__gpu_minutely.SCHEMA, DAY),

@@ -35,7 +35,8 @@ SCHEMA: dict[str, pl.DataType] = {
     "gpu_i_id": pl.Int16(),
     "gpu_i_profile": pl.String(),
     "hour": pl.Datetime("us"),
-    "n_samples": pl.Int64(),
+    "n_samples": pl.Int64(),  # DCGM samples of the instance in the hour (null: a kube row)
+    "source": pl.String(),  # who observed it: "dcgm", or "kube" (a node's advertised counts: inventory_kube.py)
 }
 
 DIFFERENCE_SCHEMA: dict[str, pl.DataType] = {
@@ -44,6 +45,7 @@ DIFFERENCE_SCHEMA: dict[str, pl.DataType] = {
     "gpu": pl.Int16(),
     "declared": pl.String(),
     "observed": pl.String(),
+    "observed_by": pl.String(),
     "hours": pl.Int64(),
     "first_hour": pl.Datetime("us"),
     "last_hour": pl.Datetime("us"),
@@ -51,11 +53,12 @@ DIFFERENCE_SCHEMA: dict[str, pl.DataType] = {
 
 WHOLE = "whole"
 NOT_DECLARED = "not declared"
-_KEY = ", ".join(name for name in SCHEMA if name != "n_samples")
+DCGM_KEY = [name for name in SCHEMA if name not in ("n_samples", "source")]
+_KEY = ", ".join(DCGM_KEY)
 # The same rows as ``int_gpu_inventory_observed``, summed inside DuckDB from the month's days of
 # staging.stg_dcgm__gpu_hourly; parameters: first day, day after the last, period start, end.
 OBSERVED_SQL = (
-    f"SELECT {_KEY}, sum(n_samples)::BIGINT AS n_samples FROM staging.stg_dcgm__gpu_hourly "
+    f"SELECT {_KEY}, sum(n_samples)::BIGINT AS n_samples, 'dcgm' AS source FROM staging.stg_dcgm__gpu_hourly "
     "WHERE day >= ? AND day < ? AND hour >= ? AND hour < ? GROUP BY ALL HAVING sum(n_samples) > 0 "
     "ORDER BY cluster, hostname, gpu, hour, gpu_i_id NULLS FIRST"
 )
@@ -63,12 +66,12 @@ OBSERVED_SQL = (
 
 def int_gpu_inventory_observed(hourly: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
     """Rows in SCHEMA from stg_dcgm__gpu_hourly rows (any columns beyond its key are ignored)."""
-    keys = [name for name in SCHEMA if name != "n_samples"]
     return (
         hourly.lazy()
-        .group_by(keys)
+        .group_by(DCGM_KEY)
         .agg(pl.col("n_samples").sum())
         .filter(pl.col("n_samples") > 0)
+        .with_columns(source=pl.lit("dcgm"))
         .select(list(SCHEMA))
         .cast(SCHEMA)
         .sort(*CARD, "hour", "gpu_i_id", nulls_last=False)
@@ -93,6 +96,8 @@ def _observed_cards(observed: pl.DataFrame, declared_layout: pl.DataFrame) -> pl
     declared as MIG or not declared (whole rows of a card declared whole, with no MIG row in
     the hour, agree). Whole-GPU rows are dropped where the card also had MIG rows that hour.
     ``_layout_declared``: the card's declared layout (null: not declared)."""
+    if "source" not in observed.columns:  # rows of the DCGM rollup alone
+        observed = observed.with_columns(source=pl.lit("dcgm"))
     joined = observed.join(declared_layout, on=CARD, how="left")
     candidates = joined.filter(
         pl.col("gpu_i_profile").is_not_null() | (pl.col("_layout_declared").fill_null("") != WHOLE)
@@ -121,7 +126,7 @@ def _changed_hours(seen: pl.DataFrame, declared: pl.DataFrame) -> pl.LazyFrame:
         .agg((pl.col("_n") <= pl.col("_declared_n").fill_null(0)).all().alias("_within"))
     )
     return (
-        _layout(seen, [*CARD, "hour", "_layout_declared"])
+        _layout(seen, [*CARD, "hour", "_layout_declared", "source"])
         .join(within, on=[*CARD, "hour"], how="left")
         .filter((pl.col("_layout") != pl.col("_layout_declared").fill_null("")) & ~pl.col("_within").fill_null(False))
         .drop("_within")
@@ -171,7 +176,12 @@ def inventory_differences(declared: pl.DataFrame, observed: pl.DataFrame) -> pl.
     return (
         _changed_hours(_observed_cards(observed, _declared_layout(declared)), declared)
         .with_columns(pl.col("_layout_declared").fill_null(pl.lit(NOT_DECLARED)))
-        .group_by(*CARD, pl.col("_layout_declared").alias("declared"), pl.col("_layout").alias("observed"))
+        .group_by(
+            *CARD,
+            pl.col("_layout_declared").alias("declared"),
+            pl.col("_layout").alias("observed"),
+            pl.col("source").alias("observed_by"),
+        )
         .agg(pl.len().alias("hours"), pl.col("hour").min().alias("first_hour"), pl.col("hour").max().alias("last_hour"))
         .select(list(DIFFERENCE_SCHEMA))
         .cast(DIFFERENCE_SCHEMA)
@@ -183,11 +193,14 @@ def inventory_differences(declared: pl.DataFrame, observed: pl.DataFrame) -> pl.
 def difference_advice(row: dict) -> str:
     """A plain-language line on what to change in the config for one ``inventory_differences`` row."""
     where = f"{row['cluster']} {row['hostname']} GPU {row['gpu']}"
+    kube = row.get("observed_by") == "kube"
     if row["declared"] == NOT_DECLARED:
-        return f"{where} reported samples but is not in [[clusters.inventory.node_groups]]: add it to a node group."
+        seen = "was advertised by its Kubernetes node" if kube else "reported samples"
+        return f"{where} {seen} but is not in [[clusters.inventory.node_groups]]: add it to a node group."
+    ran = "was advertised" if kube else "ran"
     if row["observed"] == WHOLE:
-        return f"{where} ran whole but is declared as MIG {row['declared']}: remove its mig_layout."
+        return f"{where} {ran} whole but is declared as MIG {row['declared']}: remove its mig_layout."
     return (
-        f"{where} ran as MIG {row['observed']} but is declared as {row['declared']}: "
+        f"{where} {ran} as MIG {row['observed']} but is declared as {row['declared']}: "
         f"set mig_layout = {row['observed'].split('+')} on its node group (or split the group)."
     )
