@@ -127,6 +127,8 @@ def per_gpu(gpus: pl.DataFrame, inventory: pl.DataFrame, step_seconds: dict[str,
     signal = (
         signal.when(pl.col("gr_engine_active_n") > 0).then(pl.lit("gr_engine_active")).otherwise(pl.lit("gpu_util"))
     )
+    keys = [pl.col("gpu").cast(pl.Int64), pl.col("gpu_i_profile").cast(pl.String)]
+    gpus, cards = gpus.with_columns(keys), cards.with_columns(keys)
     lines = gpus.join(cards, on=["cluster", "hostname", "gpu", "gpu_i_profile"], how="left", nulls_equal=True)
     return lines.select(
         "job_id_raw",
@@ -211,7 +213,7 @@ def _totals(runs: pl.DataFrame, gpus: pl.DataFrame, cost: float | None) -> dict[
 def _run(row: dict[str, Any], charges: pl.DataFrame) -> dict[str, Any]:
     mine = charges.filter(
         (pl.col("job_id_raw") == row["job_id_raw"])
-        & (pl.col("start_time") == row["start_time"])
+        & pl.col("start_time").eq_missing(row["start_time"])
         & (pl.col("month") == row["month"])
     )
     values = {name: _iso(row[name]) for name in RUN_FIELDS}
