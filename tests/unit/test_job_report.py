@@ -77,8 +77,8 @@ def test_the_kind_of_job_is_named() -> None:
 
 
 def test_per_gpu_lines_and_totals() -> None:
-    job = runs(usage(job_id="1", gpus=2.0, gpu_hours=4.0, hosts="n1,n2", utilization=0.5, active_gpu_hours=2.0,
-                     idle_gpu_hours=2.0, utilization_signal="sm_active", energy_kwh=1.0, peak_fb_used_mib=100.0))  # fmt: skip
+    measures = dict(utilization=0.5, active_gpu_hours=2.0, idle_gpu_hours=2.0, utilization_signal="sm_active")
+    job = runs(usage(job_id="1", gpus=2.0, gpu_hours=4.0, hosts="n1,n2", energy_kwh=1.0, **measures))
     gpus = gpu_rows(
         dict(job_id_raw="1", hostname="n1", gpu=0, samples=240.0, best_sum=180.0, best_n=240.0, sm_active_n=240.0,
              energy_j=1.8e6),
