@@ -26,7 +26,7 @@ def usage(**fields) -> dict:
     row.update(cluster="c1", scheduler="slurm", month=MONTH, start_time=T0, end_time=datetime(2026, 10, 3, 10))
     row.update(gpus=1.0, elapsed_seconds=7200, gpu_hours=2.0, state="COMPLETED", user_name="ann", hosts="n1")
     row.update(fields)
-    row.setdefault("job_id_raw", row["job_id"])
+    row["job_id_raw"] = row["job_id_raw"] or row["job_id"]
     return row
 
 
