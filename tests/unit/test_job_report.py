@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 
 from config import INVENTORY_SCHEMA
-from reports.job_report import GPU_SCHEMA, JobInputs, job_kind, job_report
+from reports.job_gpus import GPU_SCHEMA
+from reports.job_report import JobInputs, job_kind, job_report
 from reports.job_report_text import render_job_report
 from transforms.marts.fct_job_flags import SCHEMA as FLAG_SCHEMA
 from transforms.marts.fct_job_usage import SCHEMA as USAGE_SCHEMA
