@@ -115,12 +115,14 @@ def job_kind(query: str, runs: pl.DataFrame) -> str:
 
 
 def flags(frame: pl.DataFrame) -> list[dict[str, Any]]:
-    """The runs' flags, most severe first (contracts/flags.py's order within a severity)."""
+    """The runs' flags, most severe first (contracts/flags.py's order within a severity), then the
+    largest waste."""
     rows = sorted(
         frame.iter_rows(named=True),
         key=lambda r: (
             SEVERITY_RANK[r["severity"]],
             REASON_ORDER.get(r["reason"], 99),
+            -(r["wasted_gpu_hours"] or 0.0),
             r["start_time"] or datetime.min,
         ),
     )

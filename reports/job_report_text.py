@@ -14,6 +14,8 @@ from rich.text import Text
 
 from reports.fmt import NA, fmt_float, fmt_int, fmt_pct, fmt_trimmed
 
+MAX_FLAGS, MAX_RUNS, MAX_GPUS = 8, 40, 64  # the terminal shows these many; --json has every one
+SMALL = 0.005  # a GPU line under this share of the job's sampled GPU-hours is counted, not shown
 SIGNAL_NAMES = {"sm_active": "SM active", "gr_engine_active": "GR engine active", "gpu_util": "GPU util"}
 
 
@@ -22,15 +24,35 @@ def render_job_report(report: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = [Text(f"Job {report['query']} on cluster {report['cluster']}", style="bold")]
     parts.append(Text(report["kind"]))
     parts.append(_facts(report))
+    several = len(report["runs"]) > 1
     if report["flags"]:
-        parts += [Text("Flags", style="bold"), *(_flag(f, len(report["runs"]) > 1) for f in report["flags"])]
+        shown = report["flags"][:MAX_FLAGS]
+        parts += [Text("Flags", style="bold"), *(_flag(f, several) for f in shown)]
+        parts += _more(len(report["flags"]) - len(shown), "flags")
     else:
         parts.append(Text("Flags: none (no waste rule fired for this job)"))
-    if len(report["runs"]) > 1:
-        parts += [Text("Runs", style="bold"), _runs(report["runs"], report["currency"])]
+    if several:
+        parts += [Text("Runs", style="bold"), _runs(report["runs"][:MAX_RUNS], report["currency"])]
+        parts += _more(len(report["runs"]) - MAX_RUNS, "runs")
     if len(report["gpus"]) > 1:
-        parts += [Text("Per GPU", style="bold"), _gpus(report["gpus"], len(report["runs"]) > 1)]
+        lines = _main_gpus(report["gpus"])
+        parts += [Text("Per GPU", style="bold"), _gpus(lines[:MAX_GPUS], several)]
+        parts += _more(
+            len(report["gpus"]) - len(lines[:MAX_GPUS]),
+            f"GPU lines (under {SMALL:.1%} of the sampled GPU-hours each, or past {MAX_GPUS})",
+        )
     return Group(*parts)
+
+
+def _main_gpus(gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The GPU lines holding at least SMALL of the job's sampled GPU-hours: a run tied by host
+    (``host_shared``) also gets tiny shares of the host's other GPUs' samples."""
+    total = sum(g["gpu_hours"] or 0.0 for g in gpus)
+    return [g for g in gpus if total <= 0 or (g["gpu_hours"] or 0.0) >= SMALL * total]
+
+
+def _more(count: int, what: str) -> list[Text]:
+    return [Text(f"  ... {count} more {what}: --json lists them all", style="dim")] if count > 0 else []
 
 
 def _facts(report: dict[str, Any]) -> Table:
@@ -59,6 +81,7 @@ def _facts(report: dict[str, Any]) -> Table:
             "power / energy",
             f"{fmt_int(totals['mean_power_w'])} W per GPU (mean), {fmt_float(totals['energy_kwh'], 2)} kWh",
         ),
+        ("samples", _samples(report["runs"])),
         ("cost", f"{fmt_float(totals['cost'], 2)} {report['currency']}" if totals["cost"] is not None else NA),
     ]
     for label, value in rows:
@@ -129,6 +152,13 @@ def _utilization(totals: dict[str, Any]) -> str:
         return "n/a (no DCGM samples were tied to this job)"
     names = " + ".join(SIGNAL_NAMES.get(s, s) for s in (totals["utilization_signal"] or "").split(",") if s)
     return f"{fmt_pct(totals['utilization'])} by {names}"
+
+
+def _samples(runs: list[dict[str, Any]]) -> str:
+    """How much of the expected DCGM samples the job has, and how they were tied to it."""
+    methods = ", ".join(sorted({r["attribution_method"] or NA for r in runs}))
+    coverage = runs[0]["sample_coverage"] if len(runs) == 1 else None
+    return (f"{fmt_pct(coverage, 0)} of the expected, " if coverage is not None else "") + f"tied by {methods}"
 
 
 def _memory(report: dict[str, Any]) -> str:

@@ -132,3 +132,17 @@ def test_data_is_printed_as_text_not_markup() -> None:
     text = console.export_text()
     assert "[red]boom[/red]" in text and "[bold]x" in text
     assert "Flags: none" in text and "cost" in text and "1.50 EUR" in text
+
+
+def test_the_terminal_counts_tiny_host_shared_gpu_lines_instead_of_listing_them() -> None:
+    job = runs(usage(job_id="6", gpus=1.0, gpu_hours=2.0, utilization=0.5, active_gpu_hours=1.0, idle_gpu_hours=1.0))
+    gpus = gpu_rows(
+        dict(job_id_raw="6", hostname="n1", gpu=0, samples=240.0, best_sum=120.0, best_n=240.0, energy_j=1.0),
+        dict(job_id_raw="6", hostname="n2", gpu=0, samples=0.5, best_sum=0.0, best_n=0.5, energy_j=0.0),
+    )
+    report = job_report("6", inputs(job, gpus))
+    assert len(report["gpus"]) == 2  # --json keeps every line
+    console = Console(record=True, width=160)
+    console.print(render_job_report(report))
+    text = console.export_text()
+    assert "n1" in text and "n2" not in text and "1 more GPU lines" in text
