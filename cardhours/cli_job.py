@@ -16,13 +16,19 @@ from cardhours.cli_support import BUSY_EXIT, fail, load_or_exit, month_option, o
 from config import Config
 
 
+def _month(value: str | None) -> str | None:
+    return None if value is None else month_option(value)
+
+
 def job(
     job_id: Annotated[
         str, typer.Argument(help="Job id: 123, 123_4, an array's 123, a Kubernetes key or pod/owner name.")
     ],
     config: Annotated[Path, typer.Option("--config", help="The TOML config file.")],
     cluster: Annotated[str | None, typer.Option(help="Cluster (needed when the id is in several).")] = None,
-    month: Annotated[str | None, typer.Option(help="Only this month, YYYY-MM (default: every month built).")] = None,
+    month: Annotated[
+        str | None, typer.Option(help="Only this month, YYYY-MM (default: every month built).", callback=_month)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Print one job's efficiency report: who and what, GPUs, GPU-hours, utilization by the best
@@ -30,7 +36,7 @@ def job(
     and one line per GPU. Exit 1 when the id is unknown or in several clusters, 75 while the
     warehouse is being written."""
     settings = load_or_exit(config)
-    first = date.fromisoformat(month_option(month) + "-01") if month else None
+    first = date.fromisoformat(month + "-01") if month else None
     if cluster is not None and cluster not in {c.name for c in settings.clusters}:
         names = ", ".join(c.name for c in settings.clusters)
         raise fail("unknown cluster", f"{cluster!r} is not in {config} (clusters: {names})")
