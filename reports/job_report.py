@@ -72,6 +72,7 @@ def job_report(query: str, inputs: JobInputs) -> dict[str, Any]:
     cost = float(inputs.charges["cost"].sum()) if inputs.charges.height else None
     return {
         "query": query,
+        "job_id": _one(runs, "job_id") if runs["job_id"].n_unique() == 1 else None,
         "cluster": runs["cluster"][0],
         "scheduler": runs["scheduler"][0],
         "kind": job_kind(query, runs),

@@ -21,7 +21,9 @@ SIGNAL_NAMES = {"sm_active": "SM active", "gr_engine_active": "GR engine active"
 
 def render_job_report(report: dict[str, Any]) -> RenderableType:
     """The report: who/what, GPUs and efficiency, flags, runs and per-GPU lines."""
-    parts: list[RenderableType] = [Text(f"Job {report['query']} on cluster {report['cluster']}", style="bold")]
+    parts: list[RenderableType] = [
+        Text(f"Job {report['job_id'] or report['query']} on cluster {report['cluster']}", style="bold")
+    ]
     parts.append(Text(report["kind"]))
     parts.append(_facts(report))
     several = len(report["runs"]) > 1
@@ -72,7 +74,7 @@ def _facts(report: dict[str, Any]) -> Table:
             "elapsed" + ("" if single else " (runs summed)"),
             _duration(sum(r["elapsed_seconds"] or 0 for r in report["runs"])),
         ),
-        ("queue time" + ("" if single else " (longest run)"), _duration(totals["queue_seconds"])),
+        ("queue time" + ("" if single else " (longest run)"), _duration(totals["queue_seconds"]) + _queue_note(report)),
         ("GPUs", f"{fmt_trimmed(totals['gpus'], 3)} x {report['gpu_model'] or NA} on {_hosts(report)}"),
         ("GPU-hours", f"{fmt_float(totals['gpu_hours'], 2)} ({fmt_float(totals['idle_gpu_hours'], 2)} idle)"),
         ("utilization", _utilization(totals)),
@@ -152,6 +154,13 @@ def _utilization(totals: dict[str, Any]) -> str:
         return "n/a (no DCGM samples were tied to this job)"
     names = " + ".join(SIGNAL_NAMES.get(s, s) for s in (totals["utilization_signal"] or "").split(",") if s)
     return f"{fmt_pct(totals['utilization'])} by {names}"
+
+
+def _queue_note(report: dict[str, Any]) -> str:
+    if report["scheduler"] != "kubernetes":
+        return ""
+    kueue = "; Kueue's wait before admission is not in it" if report["partition_name"] else ""
+    return f" (first pod created -> last pod scheduled{kueue})"
 
 
 def _samples(runs: list[dict[str, Any]]) -> str:

@@ -35,6 +35,7 @@ ROWS = [
     _row("alpha", "7_1", job_id_raw="8", array_job_id="7", array_task_id="1"),
     _row("alpha", "7_2", job_id_raw="9", array_job_id="7", array_task_id="2"),
     _row("alpha", "ml/PodGroup/vc-1", scheduler="kubernetes", job_name="vc-1", account="ml"),
+    _row("alpha", "ml/PyTorchJob/pt-1", scheduler="kubernetes", job_name="pt-1", account="ml"),
 ]
 
 
@@ -50,9 +51,12 @@ def config(tmp_path: Path) -> Path:
 
 def test_ids_find_their_runs(config: Path) -> None:
     with connect(config.with_name("w.duckdb"), read_only=True) as conn:
-        found = {q: find_runs(conn, q, "alpha", None)["job_id"].to_list() for q in ("7", "8", "7_2", "vc-1", "ml/vc-1")}
+        found = {
+            q: find_runs(conn, q, "alpha", None)["job_id"].to_list()
+            for q in ("7", "8", "7_2", "vc-1", "ml/vc-1", "pytorchjob-pt-1-3f9c2")
+        }
         assert found == {"7": ["7_1", "7_2"], "8": ["7_1"], "7_2": ["7_2"], "vc-1": ["ml/PodGroup/vc-1"],
-                         "ml/vc-1": ["ml/PodGroup/vc-1"]}  # fmt: skip
+                         "ml/vc-1": ["ml/PodGroup/vc-1"], "pytorchjob-pt-1-3f9c2": ["ml/PyTorchJob/pt-1"]}  # fmt: skip
         assert find_runs(conn, "42", None, date(2026, 11, 1)).is_empty()
 
 

@@ -3,7 +3,8 @@
 A job is found by the id a person types: the id as users see it (`job_id`: `123`, `123_4`,
 `123+1`, a Kubernetes key `namespace/PodGroup/name`), Slurm's `JobIDRaw`, an array's master id
 (all its tasks), a heterogeneous job's id (all its components), or, for Kubernetes, the pod or
-owner name alone (`vc-nb8bh`) or with its namespace (`ml-research/vc-nb8bh`). Every read takes
+owner name alone (`vc-nb8bh`) or with its namespace (`ml-research/vc-nb8bh`), or the name of
+the Kueue Workload that admitted it (`pytorchjob-pt-g4dlv-1a2b3`: kind, name, a 5-character hash). Every read takes
 bound parameters; nothing is written.
 """
 
@@ -19,8 +20,9 @@ from warehouse.connection import read_frame
 
 MATCH = """(
     job_id = $id OR job_id_raw = $id OR array_job_id = $id OR het_job_id = $id
-    OR (scheduler = 'kubernetes' AND (job_name = $id OR account || '/' || job_name = $id))
-)"""
+    OR (scheduler = 'kubernetes' AND (job_name = $id OR account || '/' || job_name = $id
+        OR $id LIKE lower(split_part(job_id, '/', 2)) || '-' || job_name || '-_____'))
+)"""  # the last line: Kueue's Workload name for the job (`pytorchjob-pt-g4dlv-1a2b3`)
 SCOPE = "($cluster IS NULL OR cluster = $cluster) AND ($month IS NULL OR month = $month)"
 RUN_KEY = ("cluster", "job_id_raw", "start_time", "month")
 
