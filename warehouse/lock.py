@@ -151,3 +151,20 @@ def held_here(warehouse: str | Path) -> bool:
     """Whether this process holds the warehouse's lock."""
     with _guard:
         return str(lock_path(Path(warehouse).absolute())) in _held
+
+
+def busy_holder(warehouse: str | Path) -> WarehouseBusy | None:
+    """For a reader: ``WarehouseBusy`` naming the holder when another process holds the lock
+    (a run or close is writing), else None. Only probes: the lock is not kept, so a writer
+    starting a moment later is not refused because of a reader."""
+    path = lock_path(Path(warehouse).absolute())
+    if not path.is_file():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return WarehouseBusy(Path(warehouse), read_holder(path))
+    finally:
+        os.close(fd)  # closing drops a shared lock taken above
+    return None

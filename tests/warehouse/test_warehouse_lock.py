@@ -153,3 +153,16 @@ def test_a_dagster_run_while_another_process_holds_the_warehouse_fails_naming_it
         f"resources: WarehouseBusy: warehouse {database} is busy: cardhours run --month 2026-08 since "
     )
     assert f"PID {process.pid} on {socket.gethostname()}" in _failure_text(result)
+
+
+def test_a_reader_probes_the_lock_without_keeping_it(tmp_path: Path) -> None:
+    from warehouse.lock import busy_holder
+
+    warehouse = tmp_path / "w.duckdb"
+    assert busy_holder(warehouse) is None  # no lock file yet
+    with hold_warehouse(warehouse, "cardhours run --month 2026-10"):
+        busy = busy_holder(warehouse)  # a separate open file: flock conflicts as between processes
+    assert busy is not None and "cardhours run --month 2026-10" in str(busy)
+    assert busy_holder(warehouse) is None
+    with hold_warehouse(warehouse, "next writer"):  # the probe kept nothing
+        pass
