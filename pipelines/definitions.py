@@ -11,6 +11,7 @@ from __future__ import annotations
 from dagster import Definitions, EnvVar
 
 from pipelines.alerts import ingest_freshness, run_failure_alert
+from pipelines.assets.archive import archive_index
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
 from pipelines.assets.gate import month_landed
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
@@ -62,6 +63,7 @@ ASSETS = [
     mart_user_monthly_asset,
     review_html,
     *CHARGEBACK_ASSETS,
+    archive_index,
 ]
 
 
