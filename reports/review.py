@@ -1,4 +1,4 @@
-"""The monthly review page for operations: ``ReviewInputs`` in, one self-contained HTML string out.
+"""The monthly review page for operations: ``ReviewInputs`` in, one HTML string out.
 
 The page is a list of blocks. A block is a function ``ReviewInputs -> Section | None``
 (None: nothing to show); ``render_review`` renders the blocks in order, then any extra
