@@ -17,7 +17,7 @@ from reports import atomic as atomic_module
 from reports import render_department_pages, render_review, write_department_pages, write_review
 from reports.archive_index import SEALED_NOTE, fmt_size, render_index, scan_archive, write_index
 from reports.manifest import write_manifest
-from reports.plotly_asset import plotly_js_href, plotly_js_name, write_plotly_js
+from reports.plotly_asset import plotly_js_href, plotly_js_name, standalone, write_plotly_js
 from tests.unit.reports_frames import EVIL_DEPT, PLOTLY_SCRIPT, make_inputs
 
 
@@ -146,3 +146,12 @@ def test_fmt_size() -> None:
         "4.7 MB",
         "2.5 GB",
     ]
+
+
+def test_a_page_made_standalone_carries_plotly_js_inline() -> None:
+    page = render_department_pages(make_inputs())["physics.html"]
+    alone = standalone(page)
+    assert get_plotlyjs() in alone and not PLOTLY_SCRIPT.search(alone)
+    assert alone.replace(f"<script>{get_plotlyjs()}</script>", "") == PLOTLY_SCRIPT.sub("", page)
+    with pytest.raises(ValueError, match="nothing to inline"):
+        standalone("<html></html>")
