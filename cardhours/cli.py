@@ -1,5 +1,5 @@
 """The ``cardhours`` command: simulate, run a month, close it (cardhours/cli_ledger.py), the demo,
-and config checks."""
+the reports index (cardhours/cli_reports.py) and config checks."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cardhours.cli_job import job
 from cardhours.cli_ledger import close, ledger_app
+from cardhours.cli_reports import index
 from cardhours.cli_summary import print_summary
 from cardhours.cli_support import ALL_DAYS, BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
 from config import Config
@@ -27,6 +28,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(ledger_app, name="ledger")
 app.command()(close)
 app.command()(job)
+app.command()(index)
 _load_or_exit = load_or_exit
 _month = month_option
 

@@ -24,19 +24,23 @@ ledger_app = typer.Typer(help="The closed chargeback ledger.", no_args_is_help=T
 EXPORTS = ("chargeback_focus.csv", "chargeback_focus.parquet", "chargeback_jobs.csv")
 
 
-def _frozen_exports(conn, reports_dir: Path, month: date) -> Path:
+def _frozen_exports(conn, settings, month: date) -> Path:
     """The closed month's export files, written from the ledger, and their MANIFEST.sha256
-    (left alone when the manifest exists: the files are frozen)."""
+    (left alone when the manifest exists: the files are frozen); then the reports folder's index."""
+    from reports.archive_index import write_index
     from reports.focus_export import write_chargeback_files
     from reports.manifest import MANIFEST, write_manifest
     from warehouse.books.ledger import ledger_rows
 
+    reports_dir = settings.reports.dir
     folder = reports_dir / f"{month:%Y-%m}"
-    if (folder / MANIFEST).is_file():
-        return folder / MANIFEST
-    focus, jobs = ledger_rows(conn, month)
-    paths = write_chargeback_files(focus, jobs, reports_dir, f"{month:%Y-%m}")
-    return write_manifest(folder, paths.values())
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        focus, jobs = ledger_rows(conn, month)
+        paths = write_chargeback_files(focus, jobs, reports_dir, f"{month:%Y-%m}")
+        manifest = write_manifest(folder, paths.values())
+    write_index(reports_dir, settings.reports.templates_dir)
+    return manifest
 
 
 def close(
@@ -58,6 +62,7 @@ def close(
     recompute to the cent. Writes a SHA-256 manifest of the month's export files. Later changes
     to the month become Correction rows in the next open month; there is no reopen. Exit 1 if
     it cannot be closed (everything in the way is named), 75 if the warehouse is busy."""
+    from reports.templating import ReportTemplateError
     from warehouse.books.close import close_month
     from warehouse.books.ledger import CloseError
 
@@ -71,12 +76,12 @@ def close(
         except CloseError as exc:
             raise fail("not closed", str(exc)) from exc
         try:
-            manifest = _frozen_exports(conn, settings.reports.dir, first)
-        except OSError as exc:
+            manifest = _frozen_exports(conn, settings, first)
+        except (OSError, ReportTemplateError) as exc:
             raise fail(
                 "closed, but its files are not written",
                 f"{month} is closed in the ledger; writing its "
-                f"export files or MANIFEST.sha256 under {settings.reports.dir / month} failed ({exc}): fix "
+                f"export files, MANIFEST.sha256 under {settings.reports.dir / month} or index.html failed ({exc}): fix "
                 "that and run cardhours close again, which writes them",
             ) from exc
     state = (

@@ -37,6 +37,8 @@ def print_summary(outputs, month: str, accept_gaps: str | None) -> None:
     ):
         if (month_dir / name).is_file():
             lines.append((label, str(month_dir / name)))
+    if (outputs.reports_dir / "index.html").is_file():
+        lines.append(("index", str(outputs.reports_dir / "index.html")))
     for label, where in lines:
         out.print(f"  {label + ':':<13}{where}", highlight=False, markup=False)
     gaps, quality = _quality_lines(outputs.warehouse, month)

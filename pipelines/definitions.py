@@ -11,6 +11,7 @@ from __future__ import annotations
 from dagster import Definitions, EnvVar
 
 from pipelines.alerts import ingest_freshness, run_failure_alert
+from pipelines.assets.archive import archive_index
 from pipelines.assets.capacity_split import fct_gpu_capacity_split_asset
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
 from pipelines.assets.dcgm_downtime import stg_dcgm__gpu_dropout_asset
@@ -71,6 +72,7 @@ ASSETS = [
     mart_user_monthly_asset,
     review_html,
     *CHARGEBACK_ASSETS,
+    archive_index,
 ]
 
 

@@ -139,6 +139,7 @@ DOWNTIME_TABLES: tuple[Table, ...] = (STG_SLURM__DOWNTIME, STG_KUBE__NODE_DOWNTI
 MONTH_LANDED = Node("meta.month_landed", MONTH, "meta")  # the monthly gate: every day landed
 REVIEW_HTML = Node("reports.review_html", MONTH, "reports")
 CHARGEBACK_EXPORT = Node("reports.chargeback_export", MONTH, "chargeback")
+ARCHIVE_INDEX = Node("reports.archive_index", MONTH, "reports")  # <reports dir>/index.html, after a month's files
 
 NODES: tuple[Node, ...] = tuple(value for value in list(globals().values()) if isinstance(value, Node))
 TABLES: tuple[Table, ...] = tuple(node for node in NODES if isinstance(node, Table))

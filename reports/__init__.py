@@ -1,4 +1,4 @@
-"""Pure reports: marts (polars frames) -> plotly figures -> self-contained HTML pages."""
+"""Pure reports: marts (polars frames) -> plotly figures -> HTML pages (plotly.js shared per reports folder)."""
 
 from reports.data import ReviewInputs, ReviewSettings, build_inputs
 from reports.department_page import render_department_pages

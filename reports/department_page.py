@@ -13,7 +13,7 @@ import polars as pl
 from reports import figures
 from reports.data import ReviewInputs
 from reports.html import Column, Section, figure_html, fmt_float, fmt_pct, render_page, table
-from reports.paths import REVIEW_FILE, department_file_name
+from reports.paths import DEPARTMENT_DEPTH, REVIEW_FILE, department_file_name
 from reports.sections.departments import QUOTA_COLUMNS, department_columns, department_rows, quota_frame
 from reports.sections.flags import flagged_jobs_values, user_table
 from reports.sections.overview import how_to_read_section, top_idle_jobs_values, utilization_values
@@ -112,6 +112,7 @@ def render_department_page(inputs: ReviewInputs, department: str) -> str:
         "department.html",
         department_sections(mine, department),
         inputs.settings.templates_dir,
+        depth=DEPARTMENT_DEPTH,
         department=figures.department_label(department),
         month=inputs.month,
         generated_from=inputs.generated_from,

@@ -1,4 +1,4 @@
-"""Page shell for cardhours reports: sections, figures and the self-contained page.
+"""Page shell for cardhours reports: sections, figures and the page (plotly.js by relative path).
 
 Markup lives in the Jinja2 templates of ``reports/templates`` (autoescaping on); Python hands
 them values. A section is an anchor id, a heading and the template of its body with its
@@ -17,7 +17,6 @@ from typing import Any
 
 import plotly.graph_objects as go
 from markupsafe import Markup
-from plotly.offline import get_plotlyjs
 
 from reports.fmt import (  # re-exported: the sections import them from here
     NA,
@@ -29,6 +28,7 @@ from reports.fmt import (  # re-exported: the sections import them from here
     fmt_text,
     fmt_trimmed,
 )
+from reports.plotly_asset import plotly_js_href
 from reports.tables import Column, Link, Table, table
 from reports.templating import render
 
@@ -91,18 +91,16 @@ class Section:
         return render("section.html", templates_dir, section=self, body=self.render_body(templates_dir))
 
 
-def _plotlyjs() -> Markup:
-    bundle = get_plotlyjs()
-    if "</script" in bundle.lower():  # would end the inline <script> early
-        raise ValueError("plotly.js bundle contains '</script' and cannot be inlined")
-    return Markup(bundle)
-
-
-def render_page(template: str, sections: Sequence[Section], templates_dir: Path | None = None, **values: Any) -> str:
-    """A complete, self-contained HTML document (inline CSS and plotly.js, no network) from a
-    page template (``review.html``, ``department.html``), its sections and its ``values``."""
+def render_page(
+    template: str, sections: Sequence[Section], templates_dir: Path | None = None, *, depth: int, **values: Any
+) -> str:
+    """A complete HTML document from a page template (``review.html``, ``department.html``), its
+    sections and its ``values``: CSS inline, plotly.js loaded from the reports folder's shared
+    copy by a relative path (``depth``: how many folders below the reports folder the page is),
+    nothing from the network."""
     for section in sections:
         if not isinstance(section, Section):
             raise TypeError(f"sections must be reports.html.Section, got {type(section).__name__}")
     rendered = [(s, s.render(templates_dir)) for s in sections]
-    return str(render(template, templates_dir, sections=rendered, plotlyjs=_plotlyjs(), **values)) + "\n"
+    plotly_src = plotly_js_href(depth)
+    return str(render(template, templates_dir, sections=rendered, plotly_src=plotly_src, **values)) + "\n"

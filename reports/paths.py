@@ -7,6 +7,8 @@ import re
 
 REVIEW_FILE = "review.html"
 DEPARTMENTS_DIR = "departments"
+REVIEW_DEPTH = 1  # folders between the reports folder and a review: YYYY-MM/
+DEPARTMENT_DEPTH = 2  # YYYY-MM/departments/
 _SAFE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 

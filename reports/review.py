@@ -1,4 +1,4 @@
-"""The monthly review page for operations: ``ReviewInputs`` in, one self-contained HTML string out.
+"""The monthly review page for operations: ``ReviewInputs`` in, one HTML string out.
 
 The page is a list of blocks. A block is a function ``ReviewInputs -> Section | None``
 (None: nothing to show); ``render_review`` renders the blocks in order, then any extra
@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from reports.data import ReviewInputs
 from reports.html import Section, render_page
+from reports.paths import REVIEW_DEPTH
 from reports.sections.departments import (
     department_index_section,
     department_table_section,
@@ -68,7 +69,7 @@ def render_review(
     extra_sections: Sequence[Section] = (),
     closing: Sequence[Block] = CLOSING_BLOCKS,
 ) -> str:
-    """The monthly review page for one month as one self-contained HTML document.
+    """The monthly review page for one month as one HTML document (``YYYY-MM/review.html``).
 
     ``extra_sections`` go after the blocks and before "how to read this".
     """
@@ -80,6 +81,7 @@ def render_review(
         "review.html",
         sections,
         inputs.settings.templates_dir,
+        depth=REVIEW_DEPTH,
         month=inputs.month,
         clusters=inputs.cluster_names,
         generated_from=inputs.generated_from,

@@ -136,7 +136,8 @@ def review_settings(config: Config, month: date) -> ReviewSettings:
     ],
     kinds=["html", "plotly"],
     description="YYYY-MM/review.html for operations and YYYY-MM/departments/<dept>.html for managers "
-    "(self-contained, work offline); a rerun replaces them and removes pages of vanished departments.",
+    "(offline: plotly.js shared in <reports dir>/assets/); a rerun replaces them and removes pages of vanished "
+    "departments.",
 )
 def review_html(step: Step) -> MaterializeResult:
     month, config = step.month, step.config

@@ -133,6 +133,8 @@ def test_close_then_fixed_mapping_gives_corrections_in_the_next_month(sim: dict)
         ["sha256sum", "-c", "MANIFEST.sha256"], cwd=sim["root"] / "reports" / MONTH, capture_output=True, text=True
     )
     assert check.returncode == 0 and check.stdout.count(": OK") == 3
+    index = sim["root"] / "reports" / "index.html"  # rewritten by close: the sealed files say so
+    assert index.read_text().count("SHA-256 in MANIFEST.sha256") == 3
     frozen = read(database, "SELECT * FROM marts.chargeback_ledger ORDER BY ALL")
     unmapped = frozen.filter(pl.col("SubAccountId") == "unmapped")["BilledCost"].sum()
     config = sim["config"]
@@ -144,6 +146,7 @@ def test_close_then_fixed_mapping_gives_corrections_in_the_next_month(sim: dict)
     assert rerun.exit_code == 0, rerun.output
     assert read(database, "SELECT * FROM marts.chargeback_ledger ORDER BY ALL").equals(frozen)
     fixes = pl.read_csv(sim["root"] / "reports" / "2026-11" / "chargeback_focus.csv", infer_schema=False)
+    assert 'href="2026-11/chargeback_focus.csv"' in index.read_text()  # the corrections' month, listed by the run
     assert set(fixes["ChargeClass"]) == {"Correction"} and set(fixes["ChargePeriodStart"].str.slice(0, 7)) == {MONTH}
     moved = sum(Decimal(c) for c in fixes.filter(pl.col("SubAccountId") == "unmapped")["BilledCost"])
     assert moved == -unmapped  # usage and idle share move; the rest is rounding of merged rows:

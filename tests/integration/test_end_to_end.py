@@ -66,6 +66,11 @@ def test_outputs_are_printed_and_written(month_run: dict) -> None:
         assert str(month_dir / name) in printed, name
     assert f"pages in {month_dir / 'departments'}" in printed
     assert list((month_dir / "departments").glob("*.html")), "no department pages"
+    index = month_dir.parent / "index.html"  # rewritten after the month's files, by the same run
+    assert str(index) in printed
+    listed = index.read_text()
+    for name in ("review.html", "flagged_jobs.csv", "chargeback_focus.csv", "chargeback_focus.parquet"):
+        assert f'href="{MONTH}/{name}"' in listed, name
 
 
 def test_rerun_gives_identical_rows(month_run: dict) -> None:

@@ -14,9 +14,11 @@ from dagster import materialize
 from markupsafe import escape as esc
 
 from config import EXAMPLE_CONFIG
+from pipelines.assets.archive import archive_index
 from pipelines.assets.reports import read_review_frames, review_html
 from pipelines.resources import CardhoursResource
 from reports.paths import department_file_name
+from reports.plotly_asset import plotly_js_name
 from tests.unit.reports_frames import (
     EVIL_DEPT,
     EVIL_JOB,
@@ -130,6 +132,26 @@ def test_asset_writes_the_review_and_department_pages(warehouse_config: Path) ->
     assert (reports / "flagged_jobs.csv").read_text() == "kept"
     for name in pages:
         assert f'href="departments/{name}"' in review
+
+
+def test_the_index_follows_the_month_and_the_pages_share_plotly_js(warehouse_config: Path) -> None:
+    root = warehouse_config.parent / "reports"
+    (root / "2025-02").mkdir(parents=True)
+    (root / "2025-02" / "chargeback_focus.csv").write_text("an older month's export")
+    result = materialize(
+        [review_html, archive_index],
+        partition_key="2025-03-01",
+        resources={"cardhours": CardhoursResource(config_path=str(warehouse_config))},
+    )
+    assert result.success
+    assert result.asset_materializations_for_node("reports__archive_index")[0].metadata["months"].value == 2
+    html = (root / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r'<section id="month-([0-9-]+)"', html) == ["2025-03", "2025-02"]
+    for page in ["2025-03/review.html", "2025-03/departments/physics.html", "2025-02/chargeback_focus.csv"]:
+        assert f'href="{page}"' in html
+    assert [p.name for p in (root / "assets").iterdir()] == [plotly_js_name()]
+    physics = (root / "2025-03" / "departments" / "physics.html").read_text(encoding="utf-8")
+    assert f'<script src="../../assets/{plotly_js_name()}"' in physics
 
 
 def test_site_templates_from_the_config_show_on_the_written_pages(warehouse_config: Path) -> None:

@@ -26,6 +26,7 @@ class PageLoad:
     text: str = ""
     screenshot: Path | None = None
     plots_rendered: int = 0
+    url: str = ""  # where a followed link led
 
 
 def chromium_path() -> str:
@@ -35,8 +36,11 @@ def chromium_path() -> str:
     return path
 
 
-def load_page(html_file: Path, screenshot: Path, width: int = 1400) -> PageLoad:
-    """Open ``html_file`` offline, wait for Plotly to draw, record errors and every request made."""
+def load_page(html_file: Path, screenshot: Path, width: int = 1400, follow: str | None = None) -> PageLoad:
+    """Open ``html_file`` offline, wait for Plotly to draw, record errors and every request made.
+
+    ``follow``: the href of a link on that page to click first; the result is then the page it
+    leads to (errors and requests of both pages recorded)."""
     from playwright.sync_api import sync_playwright
 
     result = PageLoad()
@@ -49,6 +53,10 @@ def load_page(html_file: Path, screenshot: Path, width: int = 1400) -> PageLoad:
             page.on("request", lambda request: result.requests.append(request.url))
             page.on("dialog", lambda dialog: (result.dialogs.append(dialog.message), dialog.dismiss()))
             page.goto(html_file.resolve().as_uri(), wait_until="load")
+            if follow is not None:
+                with page.expect_navigation(wait_until="load"):
+                    page.locator(f'a[href="{follow}"]').click()
+                result.url = page.url
             page.wait_for_timeout(500)
             plots = page.locator(".js-plotly-plot")
             result.plots_rendered = plots.filter(has=page.locator(".main-svg")).count()

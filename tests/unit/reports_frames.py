@@ -323,11 +323,17 @@ def make_inputs(**overrides) -> ReviewInputs:
 # -- reading rendered pages --
 
 BUNDLE = get_plotlyjs()
+PLOTLY_SCRIPT = re.compile(
+    r'<script src="((?:\.\./)+)assets/plotly-[0-9][0-9a-z.-]*\.min\.js" charset="utf-8"></script>'
+)
 
 
-def outside_bundle(page: str) -> str:
-    assert page.count(BUNDLE) == 1
-    return page.replace(BUNDLE, "")
+def loads_shared_plotly(page: str) -> str:
+    """``page`` after checking that it loads the reports folder's plotly.js once, by a relative
+    path, and does not inline it."""
+    assert BUNDLE[:200] not in page
+    assert len(PLOTLY_SCRIPT.findall(page)) == 1
+    return page
 
 
 def section(page: str, section_id: str) -> str:
@@ -342,7 +348,7 @@ def section_ids(page: str) -> list[str]:
 
 def figure_json(page: str, div_id: str) -> tuple[list, dict]:
     """The data and layout arguments of the Plotly.newPlot call for one div."""
-    call = re.search(rf'Plotly\.newPlot\(\s*"{div_id}",\s*', outside_bundle(page))
+    call = re.search(rf'Plotly\.newPlot\(\s*"{div_id}",\s*', loads_shared_plotly(page))
     assert call, div_id
     decoder = json.JSONDecoder()
     data, end = decoder.raw_decode(call.string, call.end())

@@ -42,3 +42,18 @@ def test_help_lists_commands() -> None:
     assert result.exit_code == 0
     for command in ("simulate", "run", "demo", "config"):
         assert command in result.output
+
+
+def test_index_rewrites_the_reports_folder_index(tmp_path: Path) -> None:
+    config = tmp_path / "cardhours.toml"
+    config.write_text(EXAMPLE.read_text())  # [reports] dir = "reports", relative to the file
+    result = runner.invoke(app, ["index", "--config", str(config)])
+    assert result.exit_code == 1 and "no reports folder" in result.output
+    month = tmp_path / "reports" / "2026-10"
+    month.mkdir(parents=True)
+    (month / "chargeback_jobs.csv").write_text("a,b\n")
+    result = runner.invoke(app, ["index", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    assert "index of 1 month(s) written to" in result.output
+    html = (tmp_path / "reports" / "index.html").read_text(encoding="utf-8")
+    assert 'href="2026-10/chargeback_jobs.csv"' in html

@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 from markupsafe import escape as esc
 
+from reports import atomic as write_module
 from reports import figures as figures_module
 from reports import render_review, write_review
-from reports import write as write_module
 from reports.figures import department_hours_figure, utilization_bins
 from reports.html import Column, Section, fmt_pct, table
 from reports.review import CLOSING_BLOCKS, REVIEW_BLOCKS
@@ -25,12 +25,13 @@ from tests.unit.reports_frames import (
     EVIL_JOB,
     EVIL_USER,
     MONTH,
+    PLOTLY_SCRIPT,
     clusters_frame,
     departments_frame,
     figure_json,
     jobs_frame,
+    loads_shared_plotly,
     make_inputs,
-    outside_bundle,
     section,
     section_ids,
 )
@@ -50,12 +51,14 @@ def page() -> str:
     return render_review(make_inputs())
 
 
-def test_page_is_one_document_with_plotlyjs_inlined_once(page: str) -> None:
-    assert page.count(BUNDLE[:200]) == 1  # the bundle's banner with the plotly.js version
+def test_page_is_one_document_loading_the_shared_plotlyjs_before_its_figures(page: str) -> None:
+    assert BUNDLE[:200] not in page  # the bundle's banner with the plotly.js version: not inlined
     assert page.startswith("<!DOCTYPE html>")
-    rest = outside_bundle(page)
+    rest = loads_shared_plotly(page)
     assert rest.count("<html") == 1 and rest.count("</html>") == 1
-    before, after = page.split(BUNDLE)
+    script = PLOTLY_SCRIPT.search(page)
+    assert script.group(1) == "../"  # YYYY-MM/review.html -> assets/ of the reports folder
+    before, after = page[: script.start()], page[script.end() :]
     assert "Plotly.newPlot" not in before
     assert after.count("Plotly.newPlot(") == len(FIGURES)
     for div_id in FIGURES:
@@ -88,10 +91,10 @@ def test_every_block_is_on_the_page_and_how_to_read_comes_last(page: str) -> Non
 
 def test_page_loads_no_external_resources_and_links_only_its_own_pages(page: str) -> None:
     loading = r"<(script|img|iframe|embed|source|audio|video|input)\b[^>]*\bsrc\s*="
-    assert not re.search(loading, page, flags=re.I)
+    assert not re.search(loading, PLOTLY_SCRIPT.sub("", page), flags=re.I)  # only the shared plotly.js
     assert not re.search(r"<link\b", page, flags=re.I)
     assert not re.search(r"@import|url\(\s*['\"]?(https?:)?//", page, flags=re.I)
-    rest = outside_bundle(page)
+    rest = loads_shared_plotly(page)
     assert "http://" not in rest and "https://" not in rest
     hrefs = re.findall(r'href="([^"]*)"', rest)
     pages = [h for h in hrefs if not h.startswith("#")]
@@ -99,7 +102,7 @@ def test_page_loads_no_external_resources_and_links_only_its_own_pages(page: str
 
 
 def test_user_strings_are_escaped_in_every_table(page: str) -> None:
-    rest = outside_bundle(page)
+    rest = loads_shared_plotly(page)
     for raw in (EVIL_JOB, "<script>alert(1)", EVIL_DEPT, "<i>2</i>", EVIL_USER, EVIL_ACCOUNT, "<b>check</b>"):
         assert raw not in rest
     scripts = re.findall(r"<script[^>]*>(.{0,40})", rest, flags=re.S)
@@ -181,7 +184,7 @@ def test_empty_inputs_render_a_page_that_says_so(empty) -> None:
     frames = dict(clusters=clusters_frame(), departments=departments_frame(), jobs=jobs_frame())
     cleared = {k: (v.clear() if isinstance(empty, str) else empty) for k, v in frames.items()}
     page = render_review(make_inputs(**cleared, hourly=None, runs=None, model_hours=None, flags=None, users=None))
-    rest = outside_bundle(page)
+    rest = loads_shared_plotly(page)
     assert "No jobs were recorded for 2025-03 on any cluster." in rest
     assert "Plotly.newPlot" not in rest and rest.rstrip().endswith("</html>")
     assert "No flagged jobs." in rest and "No hourly GPU rows for this month." in rest

@@ -14,14 +14,14 @@ from reports import render_department_pages, render_review, write_department_pag
 from reports.department_page import department_names, render_department_page
 from reports.paths import department_file_name, department_href
 from tests.unit.reports_frames import (
-    BUNDLE,
     EVIL_ACCOUNT,
     EVIL_DEPT,
     EVIL_JOB,
     EVIL_USER,
+    PLOTLY_SCRIPT,
     departments_frame,
+    loads_shared_plotly,
     make_inputs,
-    outside_bundle,
     section,
     section_ids,
     table_row,
@@ -62,7 +62,7 @@ def test_one_page_per_department_linked_from_the_review(pages: dict[str, str]) -
 
 def test_department_page_content(pages: dict[str, str]) -> None:
     page = pages["physics.html"]
-    assert page.count(BUNDLE) == 1 and page.startswith("<!DOCTYPE html>")
+    assert PLOTLY_SCRIPT.search(page).group(1) == "../../" and page.startswith("<!DOCTYPE html>")
     assert '<a href="../review.html">' in page
     assert section_ids(page) == [
         "summary",
@@ -83,13 +83,13 @@ def test_department_page_content(pages: dict[str, str]) -> None:
     assert ">ann<" in section(page, "users") and esc(EVIL_USER) not in page
     flagged = section(page, "flagged-jobs")
     assert "train-1" in flagged and "IDLE_TAIL" in flagged and "LOW_UTIL" not in flagged
-    hrefs = re.findall(r'href="([^"]*)"', outside_bundle(page))
+    hrefs = re.findall(r'href="([^"]*)"', loads_shared_plotly(page))
     assert all(h.startswith("#") or h == "../review.html" for h in hrefs)
 
 
 def test_department_page_escapes_every_data_string(pages: dict[str, str]) -> None:
     page = pages[department_file_name(EVIL_DEPT)]
-    rest = outside_bundle(page)
+    rest = loads_shared_plotly(page)
     for raw in (EVIL_JOB, EVIL_DEPT, EVIL_USER, EVIL_ACCOUNT, "<b>check</b>"):
         assert raw not in rest
     assert f"<title>GPU use of {esc(EVIL_DEPT)}, 2025-03</title>" in page
@@ -106,7 +106,7 @@ def test_department_without_jobs_or_quota_still_renders() -> None:
     inputs = make_inputs(jobs=None, flags=None, users=None)
     page = render_department_page(inputs, "physics")
     assert "No user rows." in page and "No flagged jobs." in page and "No jobs." in page
-    assert outside_bundle(page).rstrip().endswith("</html>")
+    assert loads_shared_plotly(page).rstrip().endswith("</html>")
 
 
 def test_write_department_pages_replaces_the_set(tmp_path: Path) -> None:

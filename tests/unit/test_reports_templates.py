@@ -13,7 +13,7 @@ import pytest
 
 from reports import render_department_pages, render_review
 from reports.templating import ReportTemplateError
-from tests.unit.reports_frames import EVIL_JOB, SETTINGS, make_inputs, outside_bundle, section, section_ids
+from tests.unit.reports_frames import EVIL_JOB, SETTINGS, loads_shared_plotly, make_inputs, section, section_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "reports" / "templates"
@@ -42,9 +42,8 @@ def test_a_site_header_shows_on_every_page_and_the_rest_stays(tmp_path: Path) ->
     review = render_review(inputs)
     header = '<header>\n<p class="logo">ACME Research Computing</p><h1>GPU monthly review 2025-03: alpha, b&amp;&lt;i'
     assert header in review
-    assert outside_bundle(review).replace('<p class="logo">ACME Research Computing</p>', "") == outside_bundle(
-        render_review(make_inputs())
-    )
+    logo = '<p class="logo">ACME Research Computing</p>'
+    assert loads_shared_plotly(review).replace(logo, "") == loads_shared_plotly(render_review(make_inputs()))
     for name, page in render_department_pages(inputs).items():
         assert '<header>\n<p class="logo">ACME Research Computing</p><h1>GPU use of ' in page, name
         assert '<li><a href="../review.html">← monthly review</a></li>' in page
@@ -63,7 +62,7 @@ def test_a_site_section_template_changes_the_wording_not_the_numbers(tmp_path: P
 def test_site_templates_are_autoescaped_too(tmp_path: Path) -> None:
     shout = '{% extends "cardhours/header.html" %}{% block logo %}<p class="logo">{{ subtitle }}</p>{% endblock %}'
     inputs = replace(with_site(site(tmp_path, header_html=shout)), generated_from=EVIL_JOB)
-    page = outside_bundle(render_review(inputs))
+    page = loads_shared_plotly(render_review(inputs))
     assert EVIL_JOB not in page
     assert '<p class="logo">March 2025, times in UTC. Generated from &lt;script&gt;alert(1)&lt;/script&gt;.</p>' in page
 
