@@ -63,10 +63,15 @@ def department_quotas(cluster: Cluster, org: Org) -> dict[str, int]:
     return {key: int(capacity_gpus(cluster) * w / total) for key, w in weight.items()}
 
 
-def _cluster_lines(cluster: Cluster, metrics_path: str, sacct_file: str, step_seconds: int) -> list[str]:
+def _cluster_lines(
+    cluster: Cluster, metrics_path: str, sacct_file: str, step_seconds: int, events_file: str | None
+) -> list[str]:
     lines = ["[[clusters]]", f"name = {toml_value(cluster.name)}", ""]
     lines += _table("clusters.metrics", {"source": "file", "path": metrics_path, "step_seconds": step_seconds})
-    lines += _table("clusters.slurm", {"sacct_file": sacct_file})
+    slurm: dict[str, object] = {"sacct_file": sacct_file}
+    if events_file is not None:
+        slurm["events_file"] = events_file
+    lines += _table("clusters.slurm", slurm)
     for group in node_groups(cluster):
         items: dict[str, object] = {
             "hosts": group.hosts,
@@ -97,16 +102,21 @@ def _org_lines(org: Org) -> list[str]:
 
 
 def config_text(
-    cluster: Cluster, org: Org, metrics_path: str, sacct_file: str = "sacct.txt", step_seconds: int = 30
+    cluster: Cluster,
+    org: Org,
+    metrics_path: str,
+    sacct_file: str = "sacct.txt",
+    step_seconds: int = 30,
+    events_file: str | None = None,
 ) -> str:
-    """The whole config file as text."""
+    """The whole config file as text (``events_file``: the node events file, when one was written)."""
     lines = [
         f"# cardhours config for the simulated cluster {cluster.name!r} (written by cardhours simulate).",
         f"# Account {', '.join(repr(a.name) for a in org.accounts if not a.mapped)} is left unmapped on purpose.",
         "",
         *_table("warehouse", {"path": "cardhours.duckdb"}),
         *_table("reports", {"dir": "reports"}),
-        *_cluster_lines(cluster, metrics_path, sacct_file, step_seconds),
+        *_cluster_lines(cluster, metrics_path, sacct_file, step_seconds, events_file),
         *_org_lines(org),
         *_table("rates", {"currency": "EUR"}),
         *_table("rates.gpu_hour", dict(RATES)),
@@ -118,10 +128,16 @@ def config_text(
 
 
 def write_config(
-    path: Path, cluster: Cluster, org: Org, metrics_path: str, sacct_file: str = "sacct.txt", step_seconds: int = 30
+    path: Path,
+    cluster: Cluster,
+    org: Org,
+    metrics_path: str,
+    sacct_file: str = "sacct.txt",
+    step_seconds: int = 30,
+    events_file: str | None = None,
 ) -> Path:
     """Write ``cardhours.toml``; paths in it are relative to the file; ``step_seconds`` is the
     sample spacing the metrics files were written at (coverage counts against it)."""
     path = Path(path)
-    path.write_text(config_text(cluster, org, metrics_path, sacct_file, step_seconds), encoding="utf-8")
+    path.write_text(config_text(cluster, org, metrics_path, sacct_file, step_seconds, events_file), encoding="utf-8")
     return path

@@ -7,9 +7,11 @@ drained node. Both are options (``simulate(..., repartition=True, drain=True)``)
   instance that ends must end (by their time limit) before ``at``; DCGM reports each instance
   only while it exists.
 - **Drain**: no job runs on the node during ``[start, end)`` (jobs whose time limit would reach
-  into it do not start there); its GPUs keep reporting, idle. Written as Slurm records it:
-  ``sacctmgr --parsable2 --noheader show event format=Cluster,NodeName,TimeStart,TimeEnd,State,Reason,User``
-  (tests/fixtures/sacctmgr/show_event_22.05.txt was recorded from the real one).
+  into it do not start there); its GPUs keep reporting, idle. Written as Slurm records it, in
+  the file that ``[clusters.slurm] events_file`` reads (docs/slurm.md, "Downtime"): ``sacctmgr
+  --parsable2 show event event=node format=Cluster,NodeName,Start,End,State,User,Reason``
+  with its header line (tests/fixtures/sacctmgr/show_event_22.05.txt was recorded from the
+  real one).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
+from contracts.slurm_downtime import EVENTS
 from simulate.hardware import MIG_GI_IDS, Cluster, slot_table
 
 # The layout the node is re-partitioned into, as (GPU instance id, profile): two 3g.40gb
@@ -146,12 +149,12 @@ def drop_absent(samples: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     return samples.filter(~absent.fill_null(False))
 
 
-def write_sacctmgr_events(path: Path, events: NodeEvents, cluster: str, registered: datetime) -> int:
-    """The drains as ``sacctmgr --parsable2 --noheader show event format=...`` prints them, after
-    the cluster's own registration event (empty NodeName and State); returns the node events."""
-    lines = [f"{cluster}||{registered.strftime(_SLURM_TIME)}|Unknown||Cluster Registered TRES|"]
+def write_sacctmgr_events(path: Path, events: NodeEvents, cluster: str) -> int:
+    """The drains as ``sacctmgr --parsable2 show event event=node format=...`` prints them, header
+    line first; returns the node events."""
+    lines = ["|".join(EVENTS.headers)]
     for d in events.drains:
         fields = (cluster, d.hostname, d.start.strftime(_SLURM_TIME), d.end.strftime(_SLURM_TIME), "DRAIN")
-        lines.append("|".join((*fields, d.reason, d.user)))
+        lines.append("|".join((*fields, d.user, d.reason)))
     path.write_text("\n".join(lines) + "\n")
     return len(events.drains)

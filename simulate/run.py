@@ -159,7 +159,7 @@ def simulate(
     )
     events_path = out_dir / "sacctmgr_events.txt" if events.drains else None
     if events_path is not None:
-        write_sacctmgr_events(events_path, events, cluster, window_start)
+        write_sacctmgr_events(events_path, events, cluster)
     kube_hook.inventory(pool, inventory).write_parquet(inventory_path)
     write_config(
         config_path,
@@ -167,6 +167,7 @@ def simulate(
         org,
         metrics_path="metrics" if parquet else "metrics.om",
         step_seconds=step_seconds,
+        events_file=events_path.name if events_path is not None else None,
     )
     kube_paths = kube_hook.finish(pool, out_dir, config_path, kube_state_daily)
     report("write", 1, 1)

@@ -19,7 +19,6 @@ import json
 import os
 import shlex
 import subprocess
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import polars as pl
 
 from config.cluster import SlurmConfig
 from contracts.schemas import QUARANTINE_SCHEMA
+from contracts.slurm_downtime import EVENTS, RESERVATIONS, Record
 from contracts.sources import SLURM_DOWNTIME
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
@@ -36,38 +36,6 @@ class DowntimeReadError(RuntimeError):
     """sacctmgr could not be run, or a saved file is not what cardhours reads."""
 
 
-@dataclass(frozen=True)
-class Record:
-    """One kind of sacctmgr record: its ``show`` entity, ``format=`` list, the header names
-    sacctmgr prints for them, and the columns they land in. The last field may hold ``|``
-    (free text: a node event's Reason), so it is put last and takes the surplus fields."""
-
-    entity: str
-    fields: tuple[str, ...]  # format= names, in order
-    headers: tuple[str, ...]  # what --parsable2 prints in the header line for each
-    columns: tuple[str, ...]  # our column for each
-    filters: tuple[str, ...] = ()
-    free_text_last: bool = False
-
-    @property
-    def format(self) -> str:
-        return ",".join(self.fields)
-
-
-EVENTS = Record(
-    "event",
-    ("Cluster", "NodeName", "Start", "End", "State", "User", "Reason"),
-    ("Cluster", "NodeName", "TimeStart", "TimeEnd", "State", "User", "Reason"),
-    ("slurm_cluster", "node_list", "start_time", "end_time", "node_state", "reported_by", "reason"),
-    ("event=node",),
-    free_text_last=True,
-)
-RESERVATIONS = Record(
-    "reservation",
-    ("Cluster", "Name", "ID", "Start", "End", "NodeNames", "Flags"),
-    ("Cluster", "Name", "ID", "TimeStart", "TimeEnd", "NodeName", "Flags"),
-    ("slurm_cluster", "name", "reservation_id", "start_time", "end_time", "node_list", "flags"),
-)
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     record.entity: {**{c: pl.String() for c in record.columns}, "location": pl.String()}
     for record in (EVENTS, RESERVATIONS)

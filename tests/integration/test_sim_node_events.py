@@ -1,9 +1,8 @@
 """A simulated month with a mid-month MIG re-partition and a drained node, run end to end: the
-marts' capacity, allocation and idle equal the simulator's truth (truth_capacity.parquet), hour
-by hour for the two nodes, and in total for the cluster and the chargeback.
-
-Down time is idle in today's marts (no reader of sacctmgr_events.txt yet), so the marts' idle is
-compared with the truth's idle + down; the truth's down hours are checked on their own."""
+marts' capacity, allocation, down and idle time equal the simulator's truth
+(truth_capacity.parquet), hour by hour for the two nodes (marts.fct_gpu_hourly and the capacity
+split, marts.fct_gpu_capacity_split, which reads the drain from the saved sacctmgr events), and
+in total for the cluster and the chargeback, where no down hour is charged."""
 
 from __future__ import annotations
 
@@ -47,8 +46,17 @@ def _hourly(site: dict, host: str) -> pl.DataFrame:
     marts = read(
         site["database"],
         "SELECT hostname, hour, sum(capacity_seconds) / 3600 AS capacity, sum(allocated_seconds) / 3600 AS allocated "
-        f"FROM marts.fct_gpu_hourly WHERE hostname = '{host}' GROUP BY ALL",
+        "FROM marts.fct_gpu_hourly WHERE hostname = ? GROUP BY ALL",
+        [host],
     )
+    split = read(
+        site["database"],
+        "SELECT hostname, hour, sum(allocated_seconds) / 3600 AS split_allocated, sum(down_seconds) / 3600 AS down, "
+        "sum(idle_seconds) / 3600 AS idle, sum(planned_down_seconds + reserved_seconds) / 3600 AS other "
+        "FROM marts.fct_gpu_capacity_split WHERE hostname = ? GROUP BY ALL",
+        [host],
+    )
+    marts = marts.join(split, on=["hostname", "hour"], how="full", coalesce=True)
     truth = site["truth"].filter(pl.col("hostname") == host)
     joined = truth.join(marts, on=["hostname", "hour"], how="full", coalesce=True)
     assert joined.height == truth.height == marts.height == 31 * 24
@@ -59,8 +67,14 @@ def _assert_equal(joined: pl.DataFrame) -> None:
     for marts, truth in (("capacity", "capacity_gpu_hours"), ("allocated", "allocated_gpu_hours")):
         gap = (joined[marts] - joined[truth]).abs()
         assert gap.max() < 1e-9, joined.filter(gap >= 1e-9).head(5)
-    idle = joined["capacity"] - joined["allocated"]
-    assert (idle - joined["idle_gpu_hours"] - joined["down_gpu_hours"]).abs().max() < 1e-9
+    for marts, truth in (
+        ("split_allocated", "allocated_gpu_hours"),
+        ("down", "down_gpu_hours"),
+        ("idle", "idle_gpu_hours"),
+    ):
+        gap = (joined[marts] - joined[truth]).abs()
+        assert gap.max() < 1e-6, joined.filter(gap >= 1e-6).head(5)
+    assert joined["other"].abs().max() == 0.0
 
 
 def test_repartitioned_node_equals_the_truth_hour_by_hour(site: dict) -> None:
@@ -86,7 +100,7 @@ def test_drained_node_equals_the_truth_hour_by_hour(site: dict) -> None:
 
 def test_cluster_and_chargeback_totals_equal_the_truth(site: dict) -> None:
     truth = site["truth"].select(pl.exclude("cluster", "hostname", "hour")).sum().row(0, named=True)
-    idle = truth["idle_gpu_hours"] + truth["down_gpu_hours"]
+    idle = truth["idle_gpu_hours"] + truth["down_gpu_hours"]  # the cluster mart's infra idle holds down time
     cluster = read(site["database"], "SELECT * FROM marts.mart_cluster_monthly").row(0, named=True)
     assert cluster["capacity_gpu_hours"] == pytest.approx(truth["capacity_gpu_hours"], abs=1e-6)
     assert cluster["allocated_gpu_hours"] == pytest.approx(truth["allocated_gpu_hours"], abs=1e-6)
@@ -95,7 +109,9 @@ def test_cluster_and_chargeback_totals_equal_the_truth(site: dict) -> None:
     rows = 31 * 24 * 4  # quantities are rounded to 1e-6 per row
     assert float(books["capacity_gpu_hours"]) == pytest.approx(truth["capacity_gpu_hours"], abs=rows * 1e-6)
     assert float(books["charged_gpu_hours"]) == pytest.approx(truth["allocated_gpu_hours"], abs=rows * 1e-6)
-    assert float(books["idle_gpu_hours"]) == pytest.approx(idle, abs=rows * 1e-6)
+    assert float(books["idle_gpu_hours"]) == pytest.approx(truth["idle_gpu_hours"], abs=rows * 1e-6)
+    assert float(books["down_gpu_hours"]) == pytest.approx(truth["down_gpu_hours"], abs=rows * 1e-6)
+    assert truth["down_gpu_hours"] > 500
     assert books["capacity_balanced"]
 
 

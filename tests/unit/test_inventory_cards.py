@@ -30,7 +30,18 @@ WHOLE_CARD = DECLARED.filter(pl.col("gpu_i_profile").is_null()).row(0, named=Tru
 def _rows(card: dict, instances: list[tuple], hours: range) -> list[tuple]:
     """instances: (gpu_i_id, gpu_i_profile) seen on ``card`` each hour of ``hours``."""
     return [
-        (card["cluster"], card["hostname"], card["gpu"], "u", "m", gi_id, profile, START + timedelta(hours=h), 9)
+        (
+            card["cluster"],
+            card["hostname"],
+            card["gpu"],
+            "u",
+            "m",
+            gi_id,
+            profile,
+            START + timedelta(hours=h),
+            9,
+            "dcgm",
+        )
         for h in hours
         for gi_id, profile in instances
     ]

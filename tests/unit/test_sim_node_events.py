@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from cardhours.cli import app
 from simulate.run import SimulationResult, simulate
+from sources.slurm_downtime import EVENTS, parse_records
 
 START = date(2026, 10, 1)
 DAYS = 4
@@ -90,14 +91,18 @@ def test_drain_written_as_sacctmgr_prints_it(sim: SimulationResult) -> None:
     assert sim.events_path.parent == sim.sacct_path.parent
     lines = sim.events_path.read_text().splitlines()
     assert lines == [
-        "sim||2026-10-01T00:00:00|Unknown||Cluster Registered TRES|",
-        "sim|gpu-001|2026-10-02T03:17:00|2026-10-02T12:43:00|DRAIN|bad GPU 3: replacing it|root(0)",
+        "Cluster|NodeName|TimeStart|TimeEnd|State|User|Reason",
+        "sim|gpu-001|2026-10-02T03:17:00|2026-10-02T12:43:00|DRAIN|root(0)|bad GPU 3: replacing it",
     ]
-    recorded = FIXTURE.read_text().splitlines()
-    for ours, theirs in ((lines[0], recorded[0]), (lines[1], recorded[1])):  # same shape as the real output
-        assert ours.count("|") == theirs.count("|") == 6
-        assert [bool(f) for f in ours.split("|")] == [bool(f) for f in theirs.split("|")]
-        assert _shape(ours.split("|")[2:4]) == _shape(theirs.split("|")[2:4])  # YYYY-MM-DDTHH:MM:SS or Unknown
+    recorded = FIXTURE.read_text().splitlines()[1].split("|")  # Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User
+    ours = lines[1].split("|")
+    assert [bool(f) for f in ours] == [bool(f) for f in recorded]
+    assert _shape(ours[2:4]) == _shape(recorded[2:4])  # YYYY-MM-DDTHH:MM:SS, as Slurm prints them
+    assert (ours[4], ours[5]) == (recorded[4], recorded[6])  # DRAIN, root(0)
+    # The file is what [clusters.slurm] events_file reads: no line quarantined.
+    rows, bad = parse_records(sim.events_path.read_bytes(), EVENTS, source="f", cluster="", day_key="", has_header=True)
+    assert bad.is_empty() and rows.height == 1
+    assert 'events_file = "sacctmgr_events.txt"' in (sim.out_dir / "cardhours.toml").read_text()
 
 
 def _shape(times: list[str]) -> list[str]:

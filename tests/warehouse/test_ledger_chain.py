@@ -157,8 +157,8 @@ def test_files_that_could_not_be_written_are_written_by_the_next_close(tmp_path:
     failed = close(site, "2026-08")
     assert failed.exit_code == 1
     assert " ".join(failed.output.split()).startswith(
-        "closed, but its files are not written: 2026-08 is closed in the ledger; writing its export files or "
-        f"MANIFEST.sha256 under {folder} failed ("
+        "closed, but its files are not written: 2026-08 is closed in the ledger; writing its export files, "
+        f"MANIFEST.sha256 under {folder} or index.html failed ("
     )
     assert rows(site, "SELECT count(*) AS n FROM marts.chargeback_closed_months")["n"][0] == 1
     (folder / "MANIFEST.sha256").rmdir()
