@@ -83,7 +83,7 @@ def build_month(config_path: str, partition_key: str) -> dict:
 
 
 def time_paths(config_path: str, month_start: datetime, month_end: datetime, rounds: int) -> dict:
-    """Seconds of the attribution SQL of one cluster and month (the asset's day windows, fastest
+    """Seconds of the attribution SQL of one cluster and month (the asset's windows, fastest
     of ``rounds``) taking whole hours from the hour sums and attributing every minute row, and
     whether both give the same rows."""
     import pyarrow as pa
