@@ -28,14 +28,21 @@ PRECEDENCE: tuple[str, ...] = (ALLOCATED, PLANNED_DOWN, DOWN, RESERVED, IDLE)
 INTERVAL_STATES: tuple[str, ...] = (DOWN, PLANNED_DOWN, RESERVED)  # states a source interval declares
 PLATFORM_STATES: tuple[str, ...] = (DOWN, PLANNED_DOWN)  # never charged to departments
 
+SLURM_EVENT, SLURM_RESERVATION = "slurm_event", "slurm_reservation"
+KUBE_NODE_CONDITION, DCGM_DROPOUT = "kube_node_condition", "dcgm_dropout"
 # source of a downtime interval -> what reported it
 INTERVAL_SOURCES: dict[str, str] = {
-    "slurm_event": "Slurm node event (sacctmgr show event: DOWN, DRAIN)",
-    "slurm_reservation": "Slurm reservation (scontrol show reservation)",
-    "kube_node_condition": "Kubernetes node condition (kube_node_status_condition Ready, kube_node_spec_unschedulable)",
-    "dcgm_dropout": "DCGM series stopped while the host's other GPUs reported (fell off the bus)",
-    "dcgm_xid": "DCGM XID error (DCGM_FI_DEV_XID_ERRORS)",
+    SLURM_EVENT: "Slurm node event (sacctmgr show event: DOWN, DRAIN)",
+    SLURM_RESERVATION: "Slurm reservation (sacctmgr show reservation)",
+    KUBE_NODE_CONDITION: "Kubernetes node condition (kube_node_status_condition Ready, kube_node_spec_unschedulable)",
+    DCGM_DROPOUT: "DCGM series stopped while the host's other GPUs reported (fell off the bus)",
 }
+
+
+def state_column(state: str) -> str:
+    """The column of a state's GPU-seconds in marts.fct_gpu_capacity_split: ``<state>_seconds``."""
+    return f"{state}_seconds"
+
 
 # One interval of one node (gpu null) or one GPU of a node, in one state, as a source reported it.
 # Each source's staging table has these columns; intervals are clipped to the day they land in.

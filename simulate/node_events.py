@@ -31,7 +31,6 @@ from simulate.hardware import MIG_GI_IDS, Cluster, slot_table
 REPARTITION_LAYOUT: tuple[tuple[int, str], ...] = ((1, "3g.40gb"), (2, "3g.40gb"))
 DRAIN_REASON = "bad GPU 3: replacing it"
 DRAIN_USER = "root(0)"  # sacctmgr prints the user as name(uid)
-SACCTMGR_EVENT_FIELDS = ("Cluster", "NodeName", "TimeStart", "TimeEnd", "State", "Reason", "User")
 _SLURM_TIME = "%Y-%m-%dT%H:%M:%S"
 _FOREVER = 1 << 62
 

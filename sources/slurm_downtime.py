@@ -67,10 +67,16 @@ def run_sacctmgr(
     except FileNotFoundError as exc:
         raise DowntimeReadError(f"sacctmgr command not found: {argv[0]!r} ([clusters.slurm] sacctmgr_command)") from exc
     except subprocess.TimeoutExpired as exc:
-        raise DowntimeReadError(f"sacctmgr did not answer within {timeout:.0f} s: {' '.join(argv)}") from exc
+        raise DowntimeReadError(
+            f"sacctmgr did not answer within {timeout:.0f} s: {' '.join(argv)}; check that slurmdbd is up and "
+            "reachable from this host"
+        ) from exc
     if done.returncode != 0:
         stderr = done.stderr.decode("utf-8", errors="replace").strip()[:500]
-        raise DowntimeReadError(f"{' '.join(argv)} exited with {done.returncode}: {stderr}")
+        raise DowntimeReadError(
+            f"{' '.join(argv)} exited with {done.returncode}: {stderr}; check that slurmdbd is up and that this "
+            "user may read events and reservations ([clusters.slurm] sacctmgr_command, slurm_cluster)"
+        )
     return done.stdout
 
 

@@ -3,6 +3,7 @@
 ``DOWNTIME_TABLES`` (transforms/marts/fct_gpu_capacity_split.py), with its blocking check."""
 
 import polars as pl
+from dagster import MetadataValue
 
 from contracts.capacity_states import DOWNTIME_INTERVAL
 from contracts.sources import KUBE
@@ -32,6 +33,19 @@ def month_runs(step: Step) -> pl.DataFrame:
     return host_runs(jobs, pl.concat(pods) if pods else None, step.start, step.end)
 
 
+def unmatched_hosts(step: Step, hourly: pl.DataFrame, intervals: pl.DataFrame) -> list[str]:
+    """The hosts ("cluster/host") of downtime intervals that have no GPU-hours: not counted, logged."""
+    unmatched = intervals.join(hourly.select("cluster", "hostname").unique(), on=["cluster", "hostname"], how="anti")
+    hosts = [f"{c}/{h}" for c, h in unmatched.select("cluster", "hostname").unique().sort(pl.all()).rows()]
+    if hosts:
+        step.log.warning(
+            f"downtime intervals of {len(hosts)} host(s) with no GPU-hours in the month are not counted: "
+            f"{', '.join(hosts[:10])}{' ...' if len(hosts) > 10 else ''}; if they are GPU hosts, make the "
+            "scheduler's node names match the hostnames DCGM reports (and the inventory's hosts)"
+        )
+    return hosts
+
+
 @table_asset(
     FCT_GPU_CAPACITY_SPLIT,
     reads=[FCT_GPU_HOURLY, STG_SLURM__JOBS, STG_KUBE__PODS, *DOWNTIME_TABLES],
@@ -42,11 +56,13 @@ def month_runs(step: Step) -> pl.DataFrame:
 )
 def fct_gpu_capacity_split_asset(step: Step) -> Built:
     hourly = step.read(FCT_GPU_HOURLY, columns=", ".join(HOURLY_COLUMNS))
-    split = fct_gpu_capacity_split(hourly, month_intervals(step), step.start, step.end, month_runs(step))
+    intervals = month_intervals(step)
+    unmatched = unmatched_hosts(step, hourly, intervals)
+    split = fct_gpu_capacity_split(hourly, intervals, step.start, step.end, month_runs(step))
     totals = split.select([(pl.col(c).sum() / 3600).round(6).alias(c) for c in STATE_COLUMNS.values()])
     gpu_hours = {state: float(totals[column][0] or 0.0) for state, column in STATE_COLUMNS.items()}
     return Built(
         split,
-        metadata={"gpu_hours_by_state": gpu_hours},
+        metadata={"gpu_hours_by_state": gpu_hours, "unmatched_downtime_hosts": MetadataValue.json(unmatched[:50])},
         checks=[capacity_states_balance_check(split, step.key)],
     )

@@ -25,19 +25,18 @@ def availability_frame(states: pl.DataFrame) -> pl.DataFrame:
 
 
 def downtime_by_node(intervals: pl.DataFrame) -> pl.DataFrame:
-    """Per cluster, node, state, reason and source: intervals, node-hours, first start, last end,
-    who set them; most hours first."""
+    """Per cluster, node, GPU ("all": the whole node), state, reason and source: intervals, their
+    hours (of the node, or of the one GPU), first start, last end, who set them; most hours first."""
     hours = (pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds() / 3600
-    by_node = intervals.group_by("cluster", "hostname", "state", "reason", "source").agg(
+    gpus = pl.when(pl.col("gpu").is_null()).then(pl.lit("all")).otherwise(pl.col("gpu").cast(pl.String)).alias("gpus")
+    by_node = intervals.group_by("cluster", "hostname", gpus, "state", "reason", "source").agg(
         pl.len().alias("intervals"),
-        hours.sum().alias("node_hours"),
+        hours.sum().alias("hours"),
         pl.col("start_ts").min().alias("first_start"),
         pl.col("end_ts").max().alias("last_end"),
         pl.col("reported_by").filter(pl.col("reported_by") != "").unique().sort().str.join(", ").alias("reported_by"),
     )
-    return by_node.sort(
-        ["node_hours", "cluster", "hostname", "state", "reason"], descending=[True, False, False, False, False]
-    )
+    return by_node.sort(["hours", "cluster", "hostname", "gpus", "state", "reason"], descending=[True, *[False] * 5])
 
 
 def downtime_section(states: pl.DataFrame, intervals: pl.DataFrame) -> Section | None:
@@ -57,12 +56,13 @@ def downtime_section(states: pl.DataFrame, intervals: pl.DataFrame) -> Section |
     node_columns = [
         Column("cluster", "cluster"),
         Column("hostname", "node"),
+        Column("gpus", "GPU"),
         Column("state", "state"),
         Column("reason", "reason", wrap=True),
         Column("reported_by", "set by"),
         Column("source", "source"),
         Column("intervals", "intervals", fmt_int, True),
-        Column("node_hours", "node-hours", fmt_one, True),
+        Column("hours", "hours", fmt_one, True),
         Column("first_start", "first start", fmt_datetime),
         Column("last_end", "last end", fmt_datetime),
     ]

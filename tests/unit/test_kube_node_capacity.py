@@ -128,6 +128,20 @@ def test_single_strategy_counts_mig_instances_of_the_labelled_product() -> None:
     ]
 
 
+def test_a_time_sliced_node_advertises_replicas_not_gpus() -> None:
+    shared = {"label_nvidia_com_mig_strategy": "none", "label_nvidia_com_gpu_product": "NVIDIA-H100-80GB-HBM3-SHARED"}
+    plain = {"label_nvidia_com_mig_strategy": "none", "label_nvidia_com_gpu_product": "NVIDIA-H100-80GB-HBM3"}
+    runs = _runs(
+        [
+            (CAP, "n1", {"resource": "nvidia_com_gpu"}, 32, 0, 3540),  # 8 GPUs x 4 replicas
+            ("kube_node_labels", "n1", shared, 1, 0, 3540),
+            (CAP, "n2", {"resource": "nvidia_com_gpu"}, 8, 0, 3540),
+            ("kube_node_labels", "n2", plain, 1, 0, 3540),
+        ]
+    )
+    assert _capacity(runs, hours=1).select("hostname", "gpu_i_profile", "n_advertised").rows() == [("n2", None, 8)]
+
+
 def _declared() -> tuple[pl.DataFrame, object]:
     config = load_config(EXAMPLE_CONFIG)
     return config.inventory_frame(), config

@@ -40,9 +40,9 @@ def test_availability_is_capacity_neither_down_nor_planned_down() -> None:
 
 def test_downtime_is_summed_per_node_state_and_reason_most_hours_first() -> None:
     nodes = downtime_by_node(_intervals()).to_dicts()
-    assert [(n["hostname"], n["intervals"], n["node_hours"], n["reported_by"]) for n in nodes] == [
-        ("n1", 2, 8.0, "alice, root"),
-        ("n2", 1, 1.0, ""),
+    assert [(n["hostname"], n["gpus"], n["intervals"], n["hours"], n["reported_by"]) for n in nodes] == [
+        ("n1", "all", 2, 8.0, "alice, root"),
+        ("n2", "all", 1, 1.0, ""),
     ]
 
 

@@ -91,6 +91,7 @@ def test_the_landed_drain_and_reservations_split_the_month(tmp_path: Path) -> No
     assert read_lake(config, "SELECT count(*) AS n FROM staging.stg_slurm__downtime").item() == 4
     split = _run(fct_gpu_capacity_split_asset, MONTH.isoformat(), config)
     assert all(check.passed for check in split.check_results)
+    assert split.metadata["unmatched_downtime_hosts"].value == []  # every interval's host has GPU-hours
     rows = read(tmp_path / "wh" / "cardhours.duckdb", "SELECT * FROM marts.fct_gpu_capacity_split")
     assert rows.height == GPUS * 24 * 31
     totals = {state: rows[f"{state}_seconds"].sum() for state in STATES}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from contracts.capacity_states import IDLE, PLATFORM_STATES, PRECEDENCE
+from contracts.capacity_states import IDLE, PLATFORM_STATES, PRECEDENCE, state_column
 from transforms.helpers.charge_money import float_micro
 
 IDLE_KIND = "idle_capacity"
@@ -40,7 +40,7 @@ def platform_hours(split: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.format("{} {}", "gpu_model", "gpu_i_profile"))
     )
     sums = split.group_by("cluster", label.alias("gpu_model"), "hour").agg(
-        [pl.col(f"{state}_seconds").sum().alias(state) for state in PLATFORM_STATES]
+        [pl.col(state_column(state)).sum().alias(state) for state in PLATFORM_STATES]
     )
     long = sums.unpivot(index=["cluster", "gpu_model", "hour"], variable_name="state", value_name="gpu_seconds")
     return long.filter(pl.col("gpu_seconds") > 0).select(list(PLATFORM_HOURS)).cast(PLATFORM_HOURS)

@@ -29,11 +29,19 @@ from datetime import datetime
 
 import polars as pl
 
-from contracts.capacity_states import ALLOCATED, DOWNTIME_INTERVAL, IDLE, PRECEDENCE, STATES
+from contracts.capacity_states import (
+    ALLOCATED,
+    DOWNTIME_INTERVAL,
+    IDLE,
+    INTERVAL_STATES,
+    PRECEDENCE,
+    STATES,
+    state_column,
+)
 from contracts.gpus import GPU_INSTANCE
 from transforms.marts.capacity_placement import allocation_in_states
 
-STATE_COLUMNS: dict[str, str] = {state: f"{state}_seconds" for state in STATES}
+STATE_COLUMNS: dict[str, str] = {state: state_column(state) for state in STATES}
 SCHEMA: dict[str, pl.DataType] = {
     **GPU_INSTANCE,
     "gpu_model": pl.String(),
@@ -44,7 +52,7 @@ SCHEMA: dict[str, pl.DataType] = {
 }
 HOURLY_COLUMNS = (*GPU_INSTANCE, "gpu_model", "hour", "capacity_seconds", "allocated_seconds")
 # Interval states by precedence (the first wins a second they share); allocation takes from the last first.
-INTERVAL_ORDER: tuple[str, ...] = tuple(state for state in PRECEDENCE if state not in (ALLOCATED, IDLE))
+INTERVAL_ORDER: tuple[str, ...] = tuple(state for state in PRECEDENCE if state in INTERVAL_STATES)
 _RANK = {state: rank for rank, state in enumerate(INTERVAL_ORDER)}
 _HOUR = pl.duration(hours=1)
 

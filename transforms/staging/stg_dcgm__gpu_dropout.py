@@ -22,11 +22,11 @@ from datetime import datetime, timedelta
 
 import polars as pl
 
-from contracts.capacity_states import DOWN, DOWNTIME_INTERVAL
+from contracts.capacity_states import DCGM_DROPOUT, DOWN, DOWNTIME_INTERVAL
 from transforms.helpers.intervals import clip_intervals, merge_intervals
 
 SCHEMA = DOWNTIME_INTERVAL
-SOURCE = "dcgm_dropout"
+SOURCE = DCGM_DROPOUT
 REASON = "no samples while the host reported"
 MIN_MISSED_SCRAPES = 2
 # The (hostname, gpu, ts) of a cluster's day in raw.dcgm_samples; parameters: cluster, day.

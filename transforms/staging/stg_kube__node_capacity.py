@@ -13,6 +13,9 @@ layout together). A run stands for its samples' time: ``[first_ts, last_ts + ste
   whole GPUs.
 - ``nvidia_com_mig_<profile>`` (the ``mixed`` strategy): instances of ``<profile>``
   (``nvidia_com_mig_1g_10gb`` = ``1g.10gb``, ``_me`` = ``+me``), as the staged pods read them.
+- A node whose ``nvidia.com/gpu.product`` ends in ``-SHARED`` shares its GPUs (time-slicing or
+  MPS: the device plugin then advertises GPUs x replicas under ``nvidia_com_gpu``): its whole-GPU
+  count says nothing about how many GPUs it has, so it is left out (the config's cards count).
 - Counts of 0 are left out; a node-hour whose resources are all 0 has no row (the device plugin
   was not serving: nothing observed).
 """
@@ -34,6 +37,7 @@ SCHEMA: dict[str, pl.DataType] = {
 }
 SINGLE = "single"
 _PRODUCT_PROFILE = r"-MIG-(\d+g\.\d+gb(?:\+me)?)"
+SHARED_SUFFIX = "-SHARED"  # the device plugin's product label on a time-sliced or MPS node
 
 
 def _hourly_last(runs: pl.DataFrame, start: datetime, end: datetime, step: timedelta) -> pl.DataFrame:
@@ -78,6 +82,11 @@ def stg_kube__node_capacity(
         .str.json_path_match("$.label_nvidia_com_gpu_product")
         .str.extract(_PRODUCT_PROFILE, 1)
         .alias("_single"),
+        pl.col("labels")
+        .str.json_path_match("$.label_nvidia_com_gpu_product")
+        .str.ends_with(SHARED_SUFFIX)
+        .fill_null(False)
+        .alias("_shared"),
     )
     counts = counts.join(node_labels, on=["cluster", "node", "hour"], how="left")
     single = (pl.col("_strategy") == SINGLE) & pl.col("_single").is_not_null()
@@ -90,6 +99,7 @@ def stg_kube__node_capacity(
         .otherwise(mig_profile(pl.col("_key"), mig_resource_prefix))
     )
     kept = counts.filter(whole | pl.col("_key").str.starts_with(mig_resource_prefix)).filter(pl.col("value") > 0)
+    kept = kept.filter(~(whole & pl.col("_shared").fill_null(False)))
     return (
         kept.select(
             "cluster",

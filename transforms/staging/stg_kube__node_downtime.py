@@ -22,11 +22,11 @@ from datetime import datetime, timedelta
 
 import polars as pl
 
-from contracts.capacity_states import DOWN, DOWNTIME_INTERVAL
+from contracts.capacity_states import DOWN, DOWNTIME_INTERVAL, KUBE_NODE_CONDITION
 from transforms.helpers.intervals import clip_intervals, merge_intervals
 
 SCHEMA = DOWNTIME_INTERVAL
-SOURCE = "kube_node_condition"
+SOURCE = KUBE_NODE_CONDITION
 NOT_READY, CORDONED = "NotReady", "cordoned"
 
 

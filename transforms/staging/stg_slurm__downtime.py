@@ -17,13 +17,20 @@ from datetime import datetime
 
 import polars as pl
 
-from contracts.capacity_states import DOWN, DOWNTIME_INTERVAL, PLANNED_DOWN, RESERVED
+from contracts.capacity_states import (
+    DOWN,
+    DOWNTIME_INTERVAL,
+    PLANNED_DOWN,
+    RESERVED,
+    SLURM_EVENT,
+    SLURM_RESERVATION,
+)
 from contracts.hostlist import HostlistError, expand
 from contracts.schemas import QUARANTINE_SCHEMA
 from contracts.sources import SLURM_DOWNTIME
 
 SCHEMA = DOWNTIME_INTERVAL
-EVENT_SOURCE, RESERVATION_SOURCE = "slurm_event", "slurm_reservation"
+EVENT_SOURCE, RESERVATION_SOURCE = SLURM_EVENT, SLURM_RESERVATION
 MAINT_FLAG = "MAINT"
 OPEN_END = ("Unknown", "None", "")
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"

@@ -17,7 +17,7 @@ import polars as pl
 
 from config import Config
 from config.rates import multiplier_frame, price_frame
-from contracts.capacity_states import PLATFORM_STATES
+from contracts.capacity_states import PLATFORM_STATES, state_column
 from transforms.marts.charge_idle import capacity_by_model, int_charge_idle
 from transforms.marts.charge_lines import int_charge_lines
 from transforms.marts.charge_platform import platform_hours
@@ -29,7 +29,7 @@ from warehouse.books.inventory import capacity_inventory
 from warehouse.books.ledger import booked, closed_months, next_open_month
 
 USAGE_SQL = "SELECT * FROM marts.fct_job_usage WHERE month = ?"
-_PLATFORM_SECONDS = [f"{state}_seconds" for state in PLATFORM_STATES]  # marts.fct_gpu_capacity_split columns
+_PLATFORM_SECONDS = [state_column(state) for state in PLATFORM_STATES]  # marts.fct_gpu_capacity_split columns
 PLATFORM_SQL = (
     f"SELECT cluster, gpu_model, gpu_i_profile, hour, {', '.join(_PLATFORM_SECONDS)} "
     "FROM marts.fct_gpu_capacity_split WHERE month = ? AND list_contains(?, cluster) AND "
