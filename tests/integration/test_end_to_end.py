@@ -183,7 +183,7 @@ def test_each_mart_is_also_parquet_for_bi_tools(month_run: dict) -> None:
 
     lake = load_config(month_run["config"]).warehouse.lake
     marts = [table for table in REGISTRY if table.parquet]
-    assert len(marts) == 11
+    assert len(marts) == 12
     for table in marts:
         files = sorted((lake / "marts" / table.name.split(".")[1]).glob("*/*.parquet")) or sorted(
             (lake / "marts" / table.name.split(".")[1]).glob("*/*/*.parquet")
