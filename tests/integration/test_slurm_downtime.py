@@ -5,7 +5,6 @@ executes it, and the landed intervals are what was done."""
 
 from __future__ import annotations
 
-import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from pipelines.assets.downtime import stg_slurm__downtime_asset
 from pipelines.resources import CardhoursResource
 from tests.integration.test_slurm_lookback import CONFIG, _not_across_midnight
 from tests.slurm_harness import SlurmCluster
-from tests.slurm_harness.cluster import _binary
 from tests.slurm_harness.downtime_fixtures import DRAIN_REASON, MAINT, OPEN_REASON, TEAM, make_downtime
 from tests.support.warehouse_read import read_lake
 
@@ -27,7 +25,7 @@ T = "%Y-%m-%dT%H:%M:%S"
 
 def _site(root: Path, cluster: SlurmCluster) -> Path:
     (root / "metrics").mkdir()
-    sacctmgr = shlex.join(["env", f"SLURM_CONF={cluster.env['SLURM_CONF']}", _binary("sacctmgr")])
+    sacctmgr = cluster.sacctmgr_command
     text = CONFIG.format(cluster="it-slurm", sacct=cluster.sacct_command, slurm_cluster=cluster.cluster_name)
     text = text.replace("lookback_days = 2\n", f"lookback_days = 2\nsacctmgr_command = '{sacctmgr}'\n")
     config = root / "cardhours.toml"

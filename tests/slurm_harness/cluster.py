@@ -191,6 +191,11 @@ class SlurmCluster:
         """A command string for cardhours' command mode (``[slurm] sacct_command``)."""
         return shlex.join(["env", f"SLURM_CONF={self.env['SLURM_CONF']}", _binary("sacct")])
 
+    @property
+    def sacctmgr_command(self) -> str:
+        """A command string for cardhours' command mode (``[clusters.slurm] sacctmgr_command``)."""
+        return shlex.join(["env", f"SLURM_CONF={self.env['SLURM_CONF']}", _binary("sacctmgr")])
+
     def sacct(self, args: Sequence[str]) -> str:
         return self.command("sacct", args).stdout
 

@@ -137,6 +137,20 @@ def test_a_header_without_a_column_is_refused_naming_it(tmp_path: Path) -> None:
         read_saved(path, RESERVATIONS)
 
 
+def test_a_header_with_more_columns_reads_the_named_ones(tmp_path: Path) -> None:
+    """A file saved with more columns than cardhours asks for (the sreport comparison's own
+    format): read by name, the rest ignored; a '|' in a Reason that is not last is quarantined."""
+    path = tmp_path / "events.txt"
+    header = "Cluster|Cluster Nodes|NodeName|Event|TimeStart|TimeEnd|State|Reason|User|TRES"
+    good = "c|||Node|2026-12-02T15:39:20|2026-12-02T15:39:26|DRAIN|fan|root(0)|cpu=32"
+    piped = "c|||Node|2026-12-02T15:40:20|2026-12-02T15:40:26|DRAIN|fan|psu|root(0)|cpu=32"
+    path.write_text(f"{header}\n{good.replace('|||', '||n1|')}\n{piped.replace('|||', '||n2|')}\n")
+    rows, bad = read_saved(path, EVENTS)
+    first = ("c", "n1", "2026-12-02T15:39:20", "2026-12-02T15:39:26", "DRAIN", "root(0)", "fan")
+    assert rows.drop("location").row(0) == first
+    assert bad["location"].to_list() == [f"{path}:3"] and bad["reason"][0].startswith("SHORT_LINE")
+
+
 def test_command_output_without_header_reads_like_the_saved_file() -> None:
     text = (FIXTURES / "real_22.05_events.txt").read_text()
     rows, bad = parse_records(
