@@ -14,9 +14,10 @@ from config import Config
 from pipelines.checks.quarantine import WORST_VALUE_SUFFIX
 from transforms.helpers.slurm_policy import reason_code
 from transforms.intermediate.int_gpu_inventory_observed import difference_advice, inventory_differences
+from transforms.intermediate.inventory_models import model_differences
 from transforms.marts.fct_chargeback_focus import month_bounds
 from warehouse import read_frame
-from warehouse.books.inventory import differing_rows
+from warehouse.books.inventory import differing_rows, model_hours_read
 from warehouse.books.landings import coverage_gaps
 from warehouse.landings import month_landings
 
@@ -71,10 +72,12 @@ def runaway_runs(conn: duckdb.DuckDBPyConnection, month: date) -> pl.DataFrame:
 
 
 def inventory_mismatches(conn: duckdb.DuckDBPyConnection, config: Config, month: date) -> pl.DataFrame:
-    """Per card whose DCGM layout differed from the config's in the month: declared, observed, the
-    hours affected and ``advice`` (what to change in the config)."""
+    """Per card whose observed layout or DCGM model differed from the config's in the month: what,
+    declared, observed, the hours affected and ``advice`` (what to change in the config)."""
     start, end = month_bounds(month)
-    differences = inventory_differences(config.inventory_frame(), differing_rows(conn, config, start, end))
+    declared = config.inventory_frame()
+    layouts = inventory_differences(declared, differing_rows(conn, config, start, end))
+    differences = pl.concat([layouts, model_differences(declared, model_hours_read(conn, start, end))])
     advice = [difference_advice(row) for row in differences.iter_rows(named=True)]
     return differences.with_columns(pl.Series("advice", advice, dtype=pl.String))
 

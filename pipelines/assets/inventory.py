@@ -23,6 +23,7 @@ from transforms.intermediate.int_gpu_inventory_observed import (
 )
 from transforms.intermediate.inventory_cards import cards_that_may_differ, instance_counts
 from transforms.intermediate.inventory_kube import kube_observed
+from transforms.intermediate.inventory_models import model_differences, model_hours
 
 
 @table_asset(
@@ -31,7 +32,8 @@ from transforms.intermediate.inventory_kube import kube_observed
     after=[MONTH_LANDED],
     kinds=["polars"],
     description="Per GPU or MIG instance and hour: what DCGM reported (uuid, model, MIG profile), else what the "
-    "Kubernetes node advertised; capacity takes a card's observed layout where it differs from the config's.",
+    "Kubernetes node advertised; capacity takes a card's observed layout where it differs from the config's; "
+    "a model other than the declared one is listed.",
 )
 def int_gpu_inventory_observed_asset(step: Step):
     params = [step.start.date(), step.end.date(), step.start, step.end]
@@ -42,7 +44,8 @@ def int_gpu_inventory_observed_asset(step: Step):
     observed = pl.concat([dcgm, kube]).sort("cluster", "hostname", "gpu", "hour", "gpu_i_id", nulls_last=False)
     rows = step.write(observed)
     cards = cards_that_may_differ(declared, instance_counts(observed))
-    differences = inventory_differences(declared, observed.join(cards, on=CARD, how="semi"))
+    layouts = inventory_differences(declared, observed.join(cards, on=CARD, how="semi"))
+    differences = pl.concat([layouts, model_differences(declared, model_hours(observed))])
     advice = [difference_advice(row) for row in differences.iter_rows(named=True)]
     for line in advice[:20]:
         step.log.warning(line)

@@ -48,6 +48,7 @@ INVENTORY_COLUMNS = [
     Column("cluster", "cluster"),
     Column("hostname", "host"),
     Column("gpu", "GPU", fmt_int, True),
+    Column("what", "difference"),
     Column("declared", "declared", wrap=True),
     Column("observed", "observed", wrap=True),
     Column("hours", "hours", fmt_int, True),

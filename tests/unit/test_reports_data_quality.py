@@ -79,9 +79,9 @@ def test_inventory_differences_are_listed_with_what_to_change() -> None:
     differences = inventory_differences(declared, observed)
     mismatches = differences.with_columns(advice=pl.Series([difference_advice(r) for r in differences.to_dicts()]))
     html = data_quality_section(QUARANTINE.clear(), RUNAWAYS.clear(), GAPS.clear(), mismatches).render_body()
-    assert "<p>1 GPUs reported a layout in DCGM that differs from [[clusters.inventory.node_groups]] (" in html
+    assert "<p>1 GPUs were observed otherwise than [[clusters.inventory.node_groups]] declares them." in html
     row = table_row(html, "c1")
-    assert row[:6] == ["c1", "g01", "0", "whole", "3g.40gb", "2"] and row[-2] == "dcgm"
+    assert row[:7] == ["c1", "g01", "0", "layout", "whole", "3g.40gb", "2"] and row[-2] == "dcgm"
     assert (
         row[-1] == "c1 g01 GPU 0 ran as MIG 3g.40gb but is declared as whole: set mig_layout = [&#39;3g.40gb&#39;] "
         "on its node group (or split the group)."

@@ -43,6 +43,7 @@ DIFFERENCE_SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),
     "hostname": pl.String(),
     "gpu": pl.Int16(),
+    "what": pl.String(),  # LAYOUT_DIFFERENCE or MODEL_DIFFERENCE (inventory_models.py)
     "declared": pl.String(),
     "observed": pl.String(),
     "observed_by": pl.String(),
@@ -53,6 +54,7 @@ DIFFERENCE_SCHEMA: dict[str, pl.DataType] = {
 
 WHOLE = "whole"
 NOT_DECLARED = "not declared"
+LAYOUT_DIFFERENCE = "layout"
 DCGM_KEY = [name for name in SCHEMA if name not in ("n_samples", "source")]
 _KEY = ", ".join(DCGM_KEY)
 # The same rows as ``int_gpu_inventory_observed``, summed inside DuckDB from the month's days of
@@ -183,6 +185,7 @@ def inventory_differences(declared: pl.DataFrame, observed: pl.DataFrame) -> pl.
             pl.col("source").alias("observed_by"),
         )
         .agg(pl.len().alias("hours"), pl.col("hour").min().alias("first_hour"), pl.col("hour").max().alias("last_hour"))
+        .with_columns(what=pl.lit(LAYOUT_DIFFERENCE))
         .select(list(DIFFERENCE_SCHEMA))
         .cast(DIFFERENCE_SCHEMA)
         .sort(*CARD, "first_hour")
@@ -193,6 +196,11 @@ def inventory_differences(declared: pl.DataFrame, observed: pl.DataFrame) -> pl.
 def difference_advice(row: dict) -> str:
     """A plain-language line on what to change in the config for one ``inventory_differences`` row."""
     where = f"{row['cluster']} {row['hostname']} GPU {row['gpu']}"
+    if row.get("what", LAYOUT_DIFFERENCE) != LAYOUT_DIFFERENCE:
+        return (
+            f"{where} reported model {row['observed']!r} but its node group declares model_name "
+            f"{row['declared']!r}: correct model_name and gpu_model there (the price follows gpu_model)."
+        )
     kube = row.get("observed_by") == "kube"
     if row["declared"] == NOT_DECLARED:
         seen = "was advertised by its Kubernetes node" if kube else "reported samples"

@@ -12,6 +12,7 @@ import polars as pl
 
 from transforms.intermediate.int_gpu_inventory_observed import SCHEMA, hourly_inventory
 from transforms.intermediate.inventory_cards import COUNTS_SCHEMA, cards_that_may_differ
+from transforms.intermediate.inventory_models import MODEL_HOURS_SCHEMA
 from warehouse.connection import read_frame
 
 if TYPE_CHECKING:
@@ -43,6 +44,19 @@ SEMI JOIN (SELECT unnest(CAST(? AS VARCHAR[])) AS cluster, unnest(CAST(? AS VARC
 WHERE o.month = ? AND o.hour >= ? AND o.hour < ?
 ORDER BY cluster, hostname, gpu, hour, gpu_i_id NULLS FIRST
 """
+
+MODELS_SQL = f"""
+SELECT cluster, hostname, gpu, model_name, count(DISTINCT hour) AS hours, min(hour) AS first_hour,
+       max(hour) AS last_hour
+FROM intermediate.int_gpu_inventory_observed
+WHERE {_PERIOD} AND source = 'dcgm' AND model_name IS NOT NULL
+GROUP BY ALL ORDER BY ALL
+"""  # transforms/intermediate/inventory_models.model_hours in SQL
+
+
+def model_hours_read(conn: duckdb.DuckDBPyConnection, start: datetime, end: datetime) -> pl.DataFrame:
+    """Per card and model DCGM reported in [start, end): the hours (``MODEL_HOURS_SCHEMA``)."""
+    return read_frame(conn, MODELS_SQL, [start.date().replace(day=1), start, end]).cast(MODEL_HOURS_SCHEMA)
 
 
 def observed_rows(conn: duckdb.DuckDBPyConnection, start: datetime, end: datetime) -> pl.DataFrame:
