@@ -22,7 +22,14 @@ import polars as pl
 from dagster import DagsterError
 
 from contracts.runs import FORCE_SHRINK_FLAG, FORCE_SHRINK_TAG
-from pipelines.tables import RAW_DCGM_SAMPLES, RAW_KUBE_SERIES, RAW_SLURM_SACCT, Table
+from pipelines.tables import (
+    RAW_DCGM_SAMPLES,
+    RAW_KUBE_NODE_RUNS,
+    RAW_KUBE_SERIES,
+    RAW_SLURM_SACCT,
+    STG_SLURM__DOWNTIME,
+    Table,
+)
 from transforms.helpers.slurm_parse import parent_job_id_raw
 from warehouse.lake import partition_file
 
@@ -55,6 +62,14 @@ MEASURES: dict[str, Measure] = {
         "slurm_cluster, the sacct command or the saved sacct file in the config changed",
     ),
     RAW_KUBE_SERIES.name: Measure("kube-state-metrics samples", pl.col("n_samples").sum(), _PROMETHEUS_CAUSES),
+    RAW_KUBE_NODE_RUNS.name: Measure("node series runs", pl.len(), _PROMETHEUS_CAUSES),
+    STG_SLURM__DOWNTIME.name: Measure(
+        "node event and reservation intervals",
+        pl.len(),
+        "slurmdbd no longer holds all of the day's node events or reservations (its PurgeEventAfter or "
+        "PurgeResvAfter has passed the day), or slurm_cluster, sacctmgr_command or the saved files in the config "
+        "changed",
+    ),
 }
 
 

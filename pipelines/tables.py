@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from dagster import AssetKey, PartitionsDefinition
 
+from contracts.sources import DCGM, KUBE
 from pipelines.partitions import daily_partitions, monthly_partitions
 from warehouse.lake import LakeTable
 
@@ -135,6 +136,11 @@ MART_CHARGEBACK_RECONCILIATION = _mart("marts.mart_chargeback_reconciliation", "
 # contracts/capacity_states.py DOWNTIME_INTERVAL (+ day). The capacity split (marts.fct_gpu_capacity_split)
 # and the review's downtime section read their union; a new source of intervals adds its table here.
 DOWNTIME_TABLES: tuple[Table, ...] = (STG_SLURM__DOWNTIME, STG_KUBE__NODE_DOWNTIME, STG_DCGM__GPU_DROPOUT)
+# The downtime tables derived from a landed source after its landing (the daily job writes each
+# day's partition, empty or not, once the source landed): the month's capacity split refuses a
+# landed day whose partition is missing or older than the landing, rather than read it as "no
+# downtime". stg_slurm__downtime is written with its own landing, so the month's gate covers it.
+DERIVED_DOWNTIME: dict[Table, str] = {STG_KUBE__NODE_DOWNTIME: KUBE, STG_DCGM__GPU_DROPOUT: DCGM}
 
 MONTH_LANDED = Node("meta.month_landed", MONTH, "meta")  # the monthly gate: every day landed
 REVIEW_HTML = Node("reports.review_html", MONTH, "reports")

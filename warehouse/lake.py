@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from functools import cache
 from pathlib import Path
 
@@ -105,6 +105,14 @@ def partition_dir(lake: Path, table: LakeTable, partition: Mapping[str, object])
 
 def partition_file(lake: Path, table: LakeTable, partition: Mapping[str, object]) -> Path:
     return partition_dir(lake, table, partition) / FILE
+
+
+def written_at(lake: Path, table: LakeTable, partition: Mapping[str, object]) -> datetime | None:
+    """When the partition's file was last written (UTC, naive), or None when it was never written."""
+    try:
+        return datetime.fromtimestamp(partition_file(lake, table, partition).stat().st_mtime, UTC).replace(tzinfo=None)
+    except FileNotFoundError:
+        return None
 
 
 def derived_current(lake: Path, derived: LakeTable, source: LakeTable, partition: Mapping[str, object]) -> bool:

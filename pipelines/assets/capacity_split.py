@@ -3,16 +3,19 @@
 ``DOWNTIME_TABLES`` (transforms/marts/fct_gpu_capacity_split.py), with its blocking check."""
 
 import polars as pl
-from dagster import MetadataValue
+from dagster import Failure, MetadataValue
 
 from contracts.capacity_states import DOWNTIME_INTERVAL
 from contracts.sources import KUBE
 from pipelines.checks.capacity_split import CAPACITY_STATES_BALANCE, capacity_states_balance_check
+from pipelines.downtime_coverage import missing_downtime_days
 from pipelines.step import Step
 from pipelines.table_asset import Built, Check, table_asset
 from pipelines.tables import DOWNTIME_TABLES, FCT_GPU_CAPACITY_SPLIT, FCT_GPU_HOURLY, STG_KUBE__PODS, STG_SLURM__JOBS
 from transforms.marts.capacity_placement import host_runs
 from transforms.marts.fct_gpu_capacity_split import HOURLY_COLUMNS, STATE_COLUMNS, fct_gpu_capacity_split
+from warehouse.lake import written_at
+from warehouse.landings import month_landings
 
 
 def month_intervals(step: Step) -> pl.DataFrame:
@@ -20,6 +23,27 @@ def month_intervals(step: Step) -> pl.DataFrame:
     columns = ", ".join(DOWNTIME_INTERVAL)
     frames = [step.read(table, columns=columns) for table in DOWNTIME_TABLES]
     return pl.concat([frame.cast(DOWNTIME_INTERVAL) for frame in frames])
+
+
+def require_downtime_days(step: Step) -> None:
+    """Refuse the month when a landed day's derived downtime partition is missing or stale
+    (pipelines/downtime_coverage.py): that day's downtime would read as idle capacity."""
+    landings = month_landings(step.store.conn, step.start.date(), step.end.date())
+
+    def written(table, cluster: str, day):
+        return written_at(step.store.lake, table.lake_table, {"cluster": cluster, "day": day})
+
+    missing = missing_downtime_days(landings, [c.name for c in step.clusters], written)
+    if missing:
+        raise Failure(
+            description=(
+                f"{step.month:%Y-%m}: the capacity split is not built: downtime was not derived for landed days, "
+                "which would count their downtime as idle capacity.\n" + "\n".join(missing) + "\n"
+                "Run the daily_ingest job again for those days (or cardhours run --month "
+                f"{step.month:%Y-%m}), then build the month again."
+            ),
+            metadata={"missing": MetadataValue.json(missing[:50])},
+        )
 
 
 def month_runs(step: Step) -> pl.DataFrame:
@@ -55,6 +79,7 @@ def unmatched_hosts(step: Step, hourly: pl.DataFrame, intervals: pl.DataFrame) -
     "down, reserved and idle (one state per GPU-second, by precedence).",
 )
 def fct_gpu_capacity_split_asset(step: Step) -> Built:
+    require_downtime_days(step)
     hourly = step.read(FCT_GPU_HOURLY, columns=", ".join(HOURLY_COLUMNS))
     intervals = month_intervals(step)
     unmatched = unmatched_hosts(step, hourly, intervals)

@@ -8,6 +8,7 @@ from dagster import MaterializeResult, MetadataValue
 from contracts.schemas import QUARANTINE_SCHEMA
 from contracts.sources import SLURM_DOWNTIME
 from pipelines.landing import failure_recorded, landed, utc_now
+from pipelines.shrink_guard import guard_rows
 from pipelines.step import Step
 from pipelines.table_asset import table_asset
 from pipelines.tables import RAW_QUARANTINE, STG_SLURM__DOWNTIME
@@ -26,6 +27,7 @@ def _land_cluster(step: Step, cluster) -> tuple[int, dict[str, int]]:
         window=(step.start, step.end),
         as_of=utc_now(),
     )
+    guard_rows(step, STG_SLURM__DOWNTIME, cluster.name, intervals)  # before any of the day is replaced
     bad = bad_lines.select(list(QUARANTINE_SCHEMA)).vstack(bad_rows.select(list(QUARANTINE_SCHEMA)))
     partition = {"cluster": cluster.name, "source": SLURM_DOWNTIME, "partition_key": step.day.isoformat()}
     step.write(bad, table=RAW_QUARANTINE, partition=partition)

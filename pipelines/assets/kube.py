@@ -58,6 +58,7 @@ def _land_cluster(step: Step, cluster: ClusterConfig) -> tuple[int, int, int, in
     finally:
         reader.close()
     guard_rows(step, RAW_KUBE_SERIES, cluster.name, landing.series)  # before any of the day is replaced
+    guard_rows(step, RAW_KUBE_NODE_RUNS, cluster.name, landing.node_runs)
     queue_rows = step.write(landing.queue_samples, table=RAW_KUBE_QUEUE_SAMPLES, cluster=cluster.name)
     node_rows = step.write(landing.node_runs, table=RAW_KUBE_NODE_RUNS, cluster=cluster.name)
     quarantined = step.write(

@@ -10,7 +10,7 @@ import pytest
 
 from contracts.runs import FORCE_SHRINK_FLAG, FORCE_SHRINK_TAG
 from pipelines.shrink_guard import MEASURES, Shrink, count, shrinks
-from pipelines.tables import RAW_DCGM_SAMPLES, RAW_KUBE_SERIES, RAW_SLURM_SACCT
+from pipelines.tables import RAW_DCGM_SAMPLES, RAW_KUBE_NODE_RUNS, RAW_KUBE_SERIES, RAW_SLURM_SACCT, STG_SLURM__DOWNTIME
 
 
 @pytest.mark.parametrize(
@@ -42,8 +42,16 @@ def test_samples_are_rows_and_kube_counts_the_series_samples() -> None:
     assert count(RAW_KUBE_SERIES, pl.DataFrame({"n_samples": []}, schema={"n_samples": pl.Int64})) == 0
 
 
-def test_every_raw_table_has_a_measure() -> None:
-    assert set(MEASURES) == {RAW_DCGM_SAMPLES.name, RAW_SLURM_SACCT.name, RAW_KUBE_SERIES.name}
+def test_every_table_landed_from_a_source_has_a_measure() -> None:
+    landed = {RAW_DCGM_SAMPLES, RAW_SLURM_SACCT, RAW_KUBE_SERIES, RAW_KUBE_NODE_RUNS, STG_SLURM__DOWNTIME}
+    assert set(MEASURES) == {table.name for table in landed}
+
+
+def test_downtime_counts_intervals_and_names_slurmdbds_purge() -> None:
+    assert count(STG_SLURM__DOWNTIME, pl.DataFrame({"hostname": ["a", "a", "b"]})) == 3
+    text = Shrink(STG_SLURM__DOWNTIME.name, "alpha", date(2026, 2, 5), 4, 1).refusal()
+    assert "holds 4 node event and reservation intervals, the new read only 1" in text
+    assert "PurgeEventAfter" in text and "PurgeResvAfter" in text
 
 
 def test_the_refusal_names_both_counts_where_the_likely_cause_and_how_to_force() -> None:
