@@ -3,9 +3,11 @@ and a relay to send through."""
 
 from __future__ import annotations
 
+import tomllib
+
 import pytest
 
-from config import parse_config
+from config import EXAMPLE_CONFIG, parse_config
 from tests.unit.config_cases import SOURCE, drop, example, problems_of, put
 
 GOOD = {
@@ -61,3 +63,12 @@ def test_a_broken_section_names_the_key(changes: dict, more: list, key: str, fra
     problems = problems_of(data)
     assert [p.key for p in problems] == [key]
     assert fragment in problems[0].reason
+
+
+def test_the_commented_example_section_validates() -> None:
+    text = EXAMPLE_CONFIG.read_text(encoding="utf-8")
+    block = text.split("\n# [delivery]\n", 1)[1].split("\n\n", 1)[0]
+    section = "[delivery]\n" + "\n".join(line.removeprefix("# ") for line in block.splitlines())
+    delivery = parse_config(tomllib.loads(text + "\n" + section + "\n"), source=SOURCE).delivery
+    assert delivery is not None and delivery.departments["nlp"] == ["nlp-lead@example.org", "nlp-pi@example.org"]
+    assert delivery.link_base_url == "https://gpu-reports.example.org/reports"
