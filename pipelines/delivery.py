@@ -15,7 +15,7 @@ from config import Config
 from pipelines.assets.reports import read_review_frames, review_settings
 from reports import build_inputs
 from reports.data import ReviewInputs
-from reports.delivery import Outcome, deliver
+from reports.delivery import Outcome, Sent, deliver
 from reports.delivery_mail import Outgoing, plan_month
 from warehouse.deliveries import Delivery, record, sent
 
@@ -45,7 +45,7 @@ def deliver_month(
         raise ValueError("no [delivery] section in the config: nothing to deliver")
     inputs = month_inputs(conn, config, month, generated_from)
     planned = plan_month(config.delivery, inputs, Path(config.reports.dir) / f"{month:%Y-%m}")
-    before = {key: row.sent_at for key, row in sent(conn, month).items()}
+    before = {key: Sent(row.sent_at, row.digest) for key, row in sent(conn, month).items()}
 
     def recorded(message: Outgoing, at: datetime) -> None:
         record(conn, Delivery(month, message.audience, message.recipient, message.subject, message.digest, at))

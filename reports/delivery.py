@@ -24,6 +24,14 @@ from reports.mail import MailError, send
 Key = tuple[str, str]  # (audience, recipient)
 
 
+@dataclass(frozen=True)
+class Sent:
+    """A message delivered before: when, and the digest of what it said."""
+
+    at: datetime
+    digest: str
+
+
 class DeliveryFailed(RuntimeError):
     """At least one message was not sent; the text names each, and what was sent."""
 
@@ -35,7 +43,7 @@ class DeliveryFailed(RuntimeError):
 @dataclass
 class Outcome:
     sent: list[Outgoing] = field(default_factory=list)
-    skipped: list[tuple[Outgoing, datetime]] = field(default_factory=list)  # sent before, at
+    skipped: list[tuple[Outgoing, Sent]] = field(default_factory=list)  # sent before
     written: list[Path] = field(default_factory=list)  # dry run
     failed: list[str] = field(default_factory=list)
 
@@ -44,12 +52,17 @@ class Outcome:
         return [
             *(f"sent {m.audience} mail {m.subject!r} to {m.recipient}" for m in self.sent),
             *(f"wrote {path}" for path in self.written),
-            *(
-                f"skipped {m.audience} mail to {m.recipient}: sent {at:%Y-%m-%d %H:%M} UTC (--resend sends it again)"
-                for m, at in self.skipped
-            ),
+            *(_skipped(m, before) for m, before in self.skipped),
             *(f"FAILED {text}" for text in self.failed),
         ]
+
+
+def _skipped(message: Outgoing, before: Sent) -> str:
+    changed = " and has changed since" if before.digest != message.digest else ""
+    return (
+        f"skipped {message.audience} mail to {message.recipient}: sent {before.at:%Y-%m-%d %H:%M} UTC{changed} "
+        "(--resend sends it again)"
+    )
 
 
 def eml_name(message: Outgoing) -> str:
@@ -61,7 +74,7 @@ def deliver(
     planned: Planned,
     smtp: SmtpConfig,
     env: Mapping[str, str],
-    sent: Mapping[Key, datetime],
+    sent: Mapping[Key, Sent],
     record: Callable[[Outgoing, datetime], None],
     *,
     resend: bool = False,
