@@ -38,6 +38,10 @@ def _money(value: object, currency: str) -> str:
     return f"{text} {currency}".strip() if text != "n/a" else "n/a (a GPU model has no price)"
 
 
+def _count(value: object, noun: str) -> str:
+    return f"{fmt_int(value)} {noun}" + ("" if value == 1 else "s")
+
+
 def _total(values: list) -> float | None:
     """The sum, or None when a part is unknown (never a partial total)."""
     return None if any(v is None for v in values) else sum(values)
@@ -73,7 +77,10 @@ def flagged_lines(inputs: ReviewInputs, top: int = TOP_JOBS) -> list[str]:
     if runs.is_empty():
         return ["No job was flagged this month.", ""]
     currency = inputs.settings.currency
-    lines = [f"Flagged jobs: {runs.height} runs. The {min(top, runs.height)} that wasted most:"]
+    shown = min(top, runs.height)
+    lines = [
+        f"Flagged job runs: {runs.height}. {'The one' if shown == 1 else f'The {shown}'} that wasted most GPU-hours:"
+    ]
     for n, row in enumerate(runs.head(top).iter_rows(named=True), 1):
         reasons = "; ".join(_SUMMARY.get(code, code) for code in row["reasons"].split(", "))
         where = f" on {one_line(row['cluster'])}" if inputs.multi_cluster else ""
@@ -102,8 +109,8 @@ def department_lines(mine: ReviewInputs) -> list[str]:
     for row in rows.iter_rows(named=True):
         lines += [
             f"Cluster {one_line(row['cluster'])}",
-            f"  Used:         {fmt_hours(row['gpu_hours'])} GPU-hours by {fmt_int(row['job_count'])} jobs "
-            f"of {fmt_int(row['user_count'])} users ({fmt_pct(row['share_of_capacity'])} of the cluster's capacity)",
+            f"  Used:         {fmt_hours(row['gpu_hours'])} GPU-hours by {_count(row['job_count'], 'job')} "
+            f"of {_count(row['user_count'], 'user')} ({fmt_pct(row['share_of_capacity'])} of the cluster's capacity)",
             f"  Utilization:  {fmt_pct(row['utilization'])} of the measured GPU-hours were active",
             f"  Idle:         {fmt_hours(row['idle_gpu_hours'])} GPU-hours allocated but idle, "
             f"idle cost {_money(row['idle_cost'], currency)}",

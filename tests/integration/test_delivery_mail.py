@@ -92,7 +92,7 @@ def test_each_audience_gets_its_mail_once(month) -> None:
     assert sorted(mail) == sorted([OPS, FIN, LEAD, PI])
     assert mail[OPS]["Subject"] == "[cardhours] GPU review 2025-03" and mail[OPS]["To"] == OPS
     body = mail[OPS].get_body(("plain",)).get_content().replace("\r\n", "\n")
-    assert "\n  Capacity:     1,000.0 GPU-hours\n" in body and "\nFlagged jobs: 2 runs. " in body
+    assert "\n  Capacity:     1,000.0 GPU-hours\n" in body and "\nFlagged job runs: 2. " in body
     assert mail[OPS].get_body(("plain",)).get_content_type() == "text/plain"
     name, page = _attachment(mail[OPS])
     assert name == "review.html" and BUNDLE[:2000] in page and plotly_js_name() not in page

@@ -41,7 +41,7 @@ def test_an_unpriced_cluster_says_so_instead_of_a_partial_total() -> None:
 
 def test_top_flagged_jobs_most_waste_first_with_reasons_in_words() -> None:
     body = review_body(make_inputs(), WHERE)
-    flagged = _block(body, "Flagged jobs: 2 runs. The 2 that wasted most:")
+    flagged = _block(body, "Flagged job runs: 2. The 2 that wasted most GPU-hours:")
     assert flagged[1].startswith("1. Job 3 on alpha (") and flagged[5].startswith("2. Job 1 on alpha (train-1)")
     assert flagged[2] == "   90.0 GPU-hours wasted of 100.0, idle cost 90.00 EUR"
     assert flagged[3].startswith("   Why: the GPUs were busy only a small share of the time; ")
@@ -51,8 +51,8 @@ def test_top_flagged_jobs_most_waste_first_with_reasons_in_words() -> None:
 def test_a_department_mail_holds_only_that_department() -> None:
     body = department_body(make_inputs(), "physics", WHERE)
     assert body.startswith("GPU use of physics in 2025-03\n")
-    assert "300.0 GPU-hours by 2 jobs of 1 users (30.0% of the cluster's capacity)" in body
-    assert "Flagged jobs: 1 runs." in body and "Job 1 on alpha (train-1)" in body
+    assert "300.0 GPU-hours by 2 jobs of 1 user (30.0% of the cluster's capacity)" in body
+    assert "Flagged job runs: 1. The one that wasted most GPU-hours:" in body and "Job 1 on alpha (train-1)" in body
     assert "Job 3" not in body and EVIL_JOB not in body
 
 
