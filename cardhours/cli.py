@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cardhours.cli_deliver import deliver
 from cardhours.cli_job import job
 from cardhours.cli_ledger import close, ledger_app
 from cardhours.cli_reports import index
@@ -29,6 +30,7 @@ app.add_typer(ledger_app, name="ledger")
 app.command()(close)
 app.command()(job)
 app.command()(index)
+app.command()(deliver)
 _load_or_exit = load_or_exit
 _month = month_option
 

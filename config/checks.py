@@ -20,6 +20,7 @@ def cross_check(config: Config) -> list[tuple[Loc, str]]:
         *_mapping_clusters(config),
         *_quotas(config),
         *_mail(config),
+        *_delivery(config),
     ]
 
 
@@ -107,3 +108,19 @@ def _mail(config: Config) -> list[tuple[Loc, str]]:
     if config.alerts is not None and config.alerts.recipients and config.smtp is None:
         return [(("smtp",), "required section is missing: [alerts] recipients need [smtp] (host, from_address)")]
     return []
+
+
+def _delivery(config: Config) -> list[tuple[Loc, str]]:
+    """Delivered mail needs a relay; a department's managers belong to a configured department."""
+    if config.delivery is None:
+        return []
+    problems: list[tuple[Loc, str]] = []
+    if config.smtp is None:
+        problems.append(
+            (("smtp",), "required section is missing: [delivery] sends through [smtp] (host, from_address)")
+        )
+    departments = config.org.departments
+    for dept in config.delivery.departments:
+        if dept not in departments:
+            problems.append((("delivery", "departments", dept), unknown("department", dept, departments)))
+    return problems

@@ -12,6 +12,7 @@ from config.base import ConfigPath, StrictModel, raise_problems
 from config.checks import cross_check
 from config.close import CloseConfig
 from config.cluster import ClusterConfig, MetricsConfig, PrometheusConfig, SlurmConfig
+from config.delivery import DeliveryConfig
 from config.inventory import InventoryConfig, NodeGroup
 from config.org import AccountMapping, Department, Division, NamespaceMapping, OrgConfig
 from config.policy import FlagsConfig, QuotasConfig, RatesConfig
@@ -27,6 +28,7 @@ __all__ = [
     "CloseConfig",
     "ClusterConfig",
     "Config",
+    "DeliveryConfig",
     "Department",
     "Division",
     "FlagsConfig",
@@ -102,6 +104,7 @@ class Config(StrictModel):
     close: CloseConfig = Field(default_factory=CloseConfig)
     smtp: SmtpConfig | None = None
     alerts: AlertsConfig | None = None
+    delivery: DeliveryConfig | None = None
 
     @model_validator(mode="after")
     def _cross_check(self) -> Config:

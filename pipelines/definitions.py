@@ -15,6 +15,7 @@ from pipelines.assets.archive import archive_index
 from pipelines.assets.capacity_split import fct_gpu_capacity_split_asset
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
 from pipelines.assets.dcgm_downtime import stg_dcgm__gpu_dropout_asset
+from pipelines.assets.delivery import review_delivery
 from pipelines.assets.downtime import stg_slurm__downtime_asset
 from pipelines.assets.gate import month_landed
 from pipelines.assets.ingest import raw_dcgm_samples, raw_slurm_sacct
@@ -73,6 +74,7 @@ ASSETS = [
     review_html,
     *CHARGEBACK_ASSETS,
     archive_index,
+    review_delivery,
 ]
 
 

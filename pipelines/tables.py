@@ -130,6 +130,9 @@ FCT_CHARGEBACK_JOBS = _mart("marts.fct_chargeback_jobs", "chargeback", period_co
 FCT_CHARGEBACK_FOCUS = _mart("marts.fct_chargeback_focus", "chargeback", period_column="charge_month")
 # The billing months `cardhours close` froze (warehouse/books/ledger.py): no asset writes it.
 CHARGEBACK_CLOSED_MONTHS = Table("marts.chargeback_closed_months", MONTH, period_column="billing_month")
+# The month's mail, one row per audience and recipient (warehouse/deliveries.py): written by the
+# delivery step and `cardhours deliver`, read by both so a rerun sends only what is missing.
+DELIVERIES = Table("meta.deliveries", MONTH)
 MART_CHARGEBACK_RECONCILIATION = _mart("marts.mart_chargeback_reconciliation", "chargeback")
 
 # Every table of downtime intervals: daily tables (period column `day`) whose columns are exactly
@@ -145,6 +148,7 @@ DERIVED_DOWNTIME: dict[Table, str] = {STG_KUBE__NODE_DOWNTIME: KUBE, STG_DCGM__G
 MONTH_LANDED = Node("meta.month_landed", MONTH, "meta")  # the monthly gate: every day landed
 REVIEW_HTML = Node("reports.review_html", MONTH, "reports")
 CHARGEBACK_EXPORT = Node("reports.chargeback_export", MONTH, "chargeback")
+REVIEW_DELIVERY = Node("reports.review_delivery", MONTH, "reports")  # the month's mail, when [delivery] is set
 ARCHIVE_INDEX = Node("reports.archive_index", MONTH, "reports")  # <reports dir>/index.html, after a month's files
 
 NODES: tuple[Node, ...] = tuple(value for value in list(globals().values()) if isinstance(value, Node))

@@ -24,6 +24,7 @@ import polars as pl
 from contracts.flags import REASON_RANK, SEVERITY_RANK
 from reports.csv_guard import guard_text_columns
 
+FLAGGED_JOBS_CSV = "flagged_jobs.csv"  # <reports dir>/YYYY-MM/flagged_jobs.csv
 COLUMNS = (
     "cluster",
     "job_id",

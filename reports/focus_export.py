@@ -25,6 +25,7 @@ from reports.write import write_atomic_with
 from warehouse import read_frame
 
 _MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+FOCUS_CSV, FOCUS_PARQUET, JOBS_CSV = "chargeback_focus.csv", "chargeback_focus.parquet", "chargeback_jobs.csv"
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 EXPORT_COLUMNS = [*FOCUS_COLUMNS, *X_COLUMNS]
 
@@ -51,9 +52,9 @@ def write_chargeback_files(focus: pl.DataFrame, jobs: pl.DataFrame, reports_dir:
     export = focus_frame(focus)
     detail = jobs.select(list(JOBS_SCHEMA)).sort(JOBS_ORDER, nulls_last=True)
     return {
-        "focus_csv": write_atomic_with(folder / "chargeback_focus.csv", lambda p: _csv_text(export).write_csv(p)),
-        "focus_parquet": write_atomic_with(folder / "chargeback_focus.parquet", lambda p: export.write_parquet(p)),
-        "jobs_csv": write_atomic_with(folder / "chargeback_jobs.csv", lambda p: _csv_text(detail).write_csv(p)),
+        "focus_csv": write_atomic_with(folder / FOCUS_CSV, lambda p: _csv_text(export).write_csv(p)),
+        "focus_parquet": write_atomic_with(folder / FOCUS_PARQUET, lambda p: export.write_parquet(p)),
+        "jobs_csv": write_atomic_with(folder / JOBS_CSV, lambda p: _csv_text(detail).write_csv(p)),
     }
 
 

@@ -11,7 +11,7 @@ from contracts.flags import FLAG_REASONS, REASONS, SEVERITIES
 from pipelines.step import Step
 from pipelines.table_asset import Built, Check, table_asset
 from pipelines.tables import FCT_JOB_FLAGS, FCT_JOB_USAGE, INT_GPU_MINUTES_ATTRIBUTED, MART_USER_MONTHLY
-from reports.flagged_jobs_csv import flagged_jobs_csv
+from reports.flagged_jobs_csv import FLAGGED_JOBS_CSV, flagged_jobs_csv
 from reports.write import write_atomic
 from transforms.marts.fct_job_flags import SCHEMA as FLAGS_SCHEMA
 from transforms.marts.fct_job_flags import fct_job_flags
@@ -42,7 +42,7 @@ def _usage(step: Step) -> pl.DataFrame:
 
 def write_flagged_jobs(text: str, reports_dir: Path, month: str) -> Path:
     """``<reports_dir>/YYYY-MM/flagged_jobs.csv``, replaced atomically."""
-    return write_atomic(text, Path(reports_dir) / month / "flagged_jobs.csv")
+    return write_atomic(text, Path(reports_dir) / month / FLAGGED_JOBS_CSV)
 
 
 def flags_valid_check(flags: pl.DataFrame, usage: pl.DataFrame) -> AssetCheckResult:

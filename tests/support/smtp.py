@@ -4,7 +4,8 @@
 port of 127.0.0.1 (in a thread of this process; it speaks SMTP over TCP like any relay, so the
 Dagster daemon's processes reach it too). For TLS it makes a certificate for 127.0.0.1 with
 Debian's ``openssl``; ``ca_file`` is that certificate, for the client to trust. Every accepted
-message is parsed into ``messages``; ``wait_for(n)`` waits until ``n`` have arrived.
+message is parsed into ``messages``; ``wait_for(n)`` waits until ``n`` have arrived. Addresses
+in ``inbox.refuse`` are refused at RCPT TO, as a relay refuses an unknown user.
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ class _Inbox:
         self.messages: list[EmailMessage] = []
         self.envelopes: list[tuple[str, list[str]]] = []
         self.arrived = threading.Condition()
+        self.refuse: set[str] = set()  # recipients answered "550 no such user", as a relay does
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options) -> str:
+        if address in self.refuse:
+            return f"550 5.1.1 <{address}>: no such user here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server, session, envelope) -> str:
         with self.arrived:
