@@ -8,9 +8,16 @@ from dagster import AssetCheckResult, MetadataValue
 from config.rates import price_frame
 from contracts.dated_cost import unpriced_models
 from contracts.flags import FLAG_REASONS, REASONS, SEVERITIES
+from pipelines.assets.capacity_split import month_intervals
 from pipelines.step import Step
 from pipelines.table_asset import Built, Check, table_asset
-from pipelines.tables import FCT_JOB_FLAGS, FCT_JOB_USAGE, INT_GPU_MINUTES_ATTRIBUTED, MART_USER_MONTHLY
+from pipelines.tables import (
+    DOWNTIME_TABLES,
+    FCT_JOB_FLAGS,
+    FCT_JOB_USAGE,
+    INT_GPU_MINUTES_ATTRIBUTED,
+    MART_USER_MONTHLY,
+)
 from reports.flagged_jobs_csv import FLAGGED_JOBS_CSV, flagged_jobs_csv
 from reports.write import write_atomic
 from transforms.marts.fct_job_flags import SCHEMA as FLAGS_SCHEMA
@@ -62,7 +69,7 @@ def flags_valid_check(flags: pl.DataFrame, usage: pl.DataFrame) -> AssetCheckRes
 
 @table_asset(
     FCT_JOB_FLAGS,
-    reads=[FCT_JOB_USAGE, INT_GPU_MINUTES_ATTRIBUTED],
+    reads=[FCT_JOB_USAGE, INT_GPU_MINUTES_ATTRIBUTED, *DOWNTIME_TABLES],
     kinds=["polars", "csv"],
     checks=[Check(FLAGS_VALID)],
     description="One row per flagged job run and reason with severity, evidence and a recommendation; writes "
@@ -77,7 +84,15 @@ def fct_job_flags_asset(step: Step) -> Built:
     )
     prices, unpriced = _prices(step, usage.get_column("gpu_model").to_list())
     flags = fct_job_flags(
-        usage, profile, config.inventory_frame(), thresholds, prices, config.rates.currency, step.end, month
+        usage,
+        profile,
+        config.inventory_frame(),
+        thresholds,
+        prices,
+        config.rates.currency,
+        step.end,
+        month,
+        downtime=month_intervals(step),
     )
     path = write_flagged_jobs(flagged_jobs_csv(flags), config.reports.dir, step.start.strftime("%Y-%m"))
     if unpriced:

@@ -107,11 +107,17 @@ def thresholds(**overrides) -> FlagsConfig:
 
 
 def flags(
-    rows: list[dict], profiles: dict | None = None, inventory: pl.DataFrame = INVENTORY, **overrides
+    rows: list[dict],
+    profiles: dict | None = None,
+    inventory: pl.DataFrame = INVENTORY,
+    downtime: pl.DataFrame | None = None,
+    **overrides,
 ) -> pl.DataFrame:
     usage = pl.DataFrame(rows, schema=USAGE_SCHEMA)
     profile = profile_rows(rows, **(profiles or {}))
-    return fct_job_flags(usage, profile, inventory, thresholds(**overrides), PRICES, "EUR", PERIOD_END, MONTH)
+    return fct_job_flags(
+        usage, profile, inventory, thresholds(**overrides), PRICES, "EUR", PERIOD_END, MONTH, downtime=downtime
+    )
 
 
 def reasons(rows: list[dict], job_id: str = "1", **kwargs) -> dict[str, str]:

@@ -9,6 +9,7 @@ from datetime import timedelta
 import polars as pl
 import pytest
 
+from contracts.capacity_states import DOWN, DOWNTIME_INTERVAL, PLANNED_DOWN, RESERVED
 from tests.unit.fct_job_flags_cases import INVENTORY, START, flags, reasons, usage_row
 
 CODE = "MULTINODE_FRAGMENTED"
@@ -122,3 +123,28 @@ def test_a_domain_spanning_hosts_is_one_domain() -> None:
 
 def test_mig_runs_are_not_judged() -> None:
     assert CODE not in reasons([usage_row("1", util=0.8, gpus=6 / 7, gpu_model="A100 3g.40gb", hosts="m1,n1")])
+
+
+def _out(state: str, *hosts: str, gpu: int | None = None) -> pl.DataFrame:
+    """A downtime interval on each of ``hosts`` (all their GPUs, or ``gpu``) around the run's start."""
+    span = {"start_ts": START - timedelta(hours=2), "end_ts": START + timedelta(hours=2), "source": "slurm_event"}
+    rows = [
+        {"cluster": "c1", "hostname": h, "gpu": gpu, "state": state, "reason": "t", "reported_by": ""} for h in hosts
+    ]
+    return pl.DataFrame([row | span for row in rows], schema=DOWNTIME_INTERVAL)
+
+
+@pytest.mark.parametrize(
+    ("downtime", "flagged"),
+    [
+        (None, True),  # leaf-1 (n1 + n2) and leaf-2 (n3 + n4) each had 16 GPUs free: one would have held it
+        (_out(DOWN, "n2", "n4"), False),  # n2 and n4 drained: each switch group had only 8 free
+        (_out(PLANNED_DOWN, "n2", "n4"), False),  # in maintenance
+        (_out(DOWN, "n2", "n4", gpu=0), False),  # a GPU of each fell off the bus: 15 free per group
+        (_out(RESERVED, "n2", "n4"), True),  # a reservation may be the run's own: counted free
+        (_out(DOWN, "n4"), True),  # leaf-1 still had 16 free
+    ],
+)
+def test_hosts_out_of_service_at_its_start_are_not_free(downtime: pl.DataFrame | None, flagged: bool) -> None:
+    earlier = other("9", 4.0, "n1,n2,n3,n4", start_h=-48.0, hours=1.0)  # n1-n4 are in the partition
+    assert (fragmented([job(16.0, "n1,n3"), earlier], downtime=downtime).height == 1) is flagged

@@ -64,7 +64,13 @@ def _cards(inventory: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return memory, per_node
 
 
-def prepare(usage: pl.DataFrame, profile: pl.DataFrame, inventory: pl.DataFrame, period_end: datetime) -> pl.DataFrame:
+def prepare(
+    usage: pl.DataFrame,
+    profile: pl.DataFrame,
+    inventory: pl.DataFrame,
+    period_end: datetime,
+    downtime: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """fct_job_usage rows plus what the rules read: ``_run``, ``n_hosts``, ``mig_profile``,
     ``card_memory_mib``, ``gpus_per_node``, ``memory_efficiency``, ``held_fraction``,
     ``run_end``/``run_seconds`` (end, capped at the period end), the profile columns and the
@@ -95,7 +101,8 @@ def prepare(usage: pl.DataFrame, profile: pl.DataFrame, inventory: pl.DataFrame,
         run_end=run_end,
         run_seconds=(run_end - pl.col("start_time")).dt.total_seconds().cast(pl.Float64),
     )
-    return frame.join(placement_at_start(frame, inventory), on="_run", how="left", maintain_order="left")
+    placement = placement_at_start(frame, inventory, downtime)
+    return frame.join(placement, on="_run", how="left", maintain_order="left")
 
 
 def flag_rows(jobs: pl.DataFrame, thresholds: Thresholds) -> pl.DataFrame:
@@ -112,6 +119,7 @@ def fct_job_flags(
     currency: str,
     period_end: datetime,
     month: date,
+    downtime: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """SCHEMA rows, ordered by cluster, job_id, start_time and reason (registry order).
 
@@ -120,9 +128,10 @@ def fct_job_flags(
     switch_group (the config inventory frame);
     ``prices``: list price segments per GPU model (``config.rates.price_frame``; a run's
     idle GPU-hours are priced over its held interval, split at price changes), or one price per
-    model for all time; MIG runs are priced at their base model.
+    model for all time; MIG runs are priced at their base model; ``downtime``: the month's
+    downtime intervals (hosts out of service are not free for ``placement_at_start``).
     """
-    jobs = prepare(usage, profile, inventory, period_end)
+    jobs = prepare(usage, profile, inventory, period_end, downtime)
     flags = flag_rows(jobs, thresholds)
     joined = flags.join(jobs.drop("month"), on="_run", how="left").with_columns(month=pl.lit(month))
     priced = with_idle_cost(joined, prices, currency, month)

@@ -7,9 +7,12 @@ is the node group's ``switch_group`` (the hosts under one leaf switch), null whe
 
 Free capacity at a run's start: each candidate host's whole GPUs minus the GPUs other runs
 held at that instant (runs of the month with ``start_time <= start < run_end``; sacct gives a
-run's GPU total, so a run holds ``gpus / hosts`` on each of its hosts), rounded down to whole
-GPUs. Candidate hosts: those of the run's GPU model on which runs of its partition ran in the
-month (the whole cluster's hosts of that model when it has no partition, as on Kubernetes).
+run's GPU total, so a run holds ``gpus / hosts`` on each of its hosts), and minus the GPUs out of
+service then (a ``down`` or ``planned_down`` downtime interval covering the instant: the whole
+host for a host-wide one, else its GPUs), rounded down to whole GPUs. Reserved hosts count as
+free: a reservation may be the run's own (its account's), which the intervals do not say.
+Candidate hosts: those of the run's GPU model on which runs of its partition ran in the month
+(the whole cluster's hosts of that model when it has no partition, as on Kubernetes).
 
 Per multi-host whole-GPU run (``_run``): the domains and switch groups it used, and the fewest
 domains and groups whose free GPUs would have held it then (taking the freest first), with
@@ -19,6 +22,8 @@ their names and free GPUs. Not materialized: ``fct_job_flags`` computes it.
 from __future__ import annotations
 
 import polars as pl
+
+from contracts.capacity_states import DOWN, PLANNED_DOWN
 
 SCHEMA: dict[str, pl.DataType] = {
     "_run": pl.UInt32(),
@@ -112,9 +117,34 @@ def _held_levels(held: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _free_hosts(held: pl.DataFrame, candidates: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFrame:
+def _out_at_start(pool: pl.DataFrame, downtime: pl.DataFrame | None) -> pl.DataFrame:
+    """Per pool row (``_run``, hostname): the GPUs out of service at the run's start (``out``)."""
+    keys = pool.select("_run", "cluster", "hostname", "start_time", "host_gpus")
+    if downtime is None or downtime.is_empty():
+        return keys.select("_run", "hostname", out=pl.lit(0.0))
+    out = downtime.filter(pl.col("state").is_in([DOWN, PLANNED_DOWN])).select(
+        "cluster", "hostname", "gpu", "start_ts", "end_ts"
+    )
+    covering = keys.join(out, on=["cluster", "hostname"]).filter(
+        (pl.col("start_ts") <= pl.col("start_time")) & (pl.col("start_time") < pl.col("end_ts"))
+    )
+    per_host = covering.group_by("_run", "hostname").agg(
+        pl.when(pl.col("gpu").is_null().any())
+        .then(pl.col("host_gpus").first())
+        .otherwise(pl.min_horizontal(pl.col("gpu").drop_nulls().n_unique(), pl.col("host_gpus").first()))
+        .cast(pl.Float64)
+        .alias("out")
+    )
+    joined = keys.select("_run", "hostname").join(per_host, on=["_run", "hostname"], how="left")
+    return joined.with_columns(pl.col("out").fill_null(0.0))
+
+
+def _free_hosts(
+    held: pl.DataFrame, candidates: pl.DataFrame, topology: pl.DataFrame, downtime: pl.DataFrame | None
+) -> pl.DataFrame:
     """Per candidate run and candidate host: whole GPUs not held by other runs at its start
-    (the held level at that instant, a run ending then already gone, minus the run's own)."""
+    (the held level at that instant, a run ending then already gone, minus the run's own) and
+    not out of service then."""
     partition_hosts = held.select("cluster", "partition_name", "hostname").unique()
     with_partition = candidates.filter(pl.col("partition_name").is_not_null()).join(
         partition_hosts, on=["cluster", "partition_name"]
@@ -137,7 +167,8 @@ def _free_hosts(held: pl.DataFrame, candidates: pl.DataFrame, topology: pl.DataF
         strategy="backward",
         check_sortedness=False,  # both sorted by the instant: within each host too
     ).join(own, on=["_run", "hostname"], how="left")
-    busy = pl.col("level").fill_null(0.0) - pl.col("own").fill_null(0.0)
+    at_start = at_start.join(_out_at_start(at_start, downtime), on=["_run", "hostname"], how="left")
+    busy = pl.col("level").fill_null(0.0) - pl.col("own").fill_null(0.0) + pl.col("out")
     free = (pl.col("host_gpus") - busy + _EPS).floor().clip(lower_bound=0.0)
     return at_start.with_columns(free=free)
 
@@ -174,17 +205,20 @@ def _fewest(free_hosts: pl.DataFrame, candidates: pl.DataFrame, key: str, prefix
     )
 
 
-def placement_at_start(jobs: pl.DataFrame, inventory: pl.DataFrame) -> pl.DataFrame:
+def placement_at_start(
+    jobs: pl.DataFrame, inventory: pl.DataFrame, downtime: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """SCHEMA rows, one per multi-host whole-GPU run whose hosts are all in the inventory.
 
     ``jobs``: the prepared flag frame (``_run``, cluster, partition_name, start_time,
     ``run_end``, gpus, hosts, ``n_hosts``, ``mig_profile``, gpu_hours) of every run of the
     month; ``inventory``: cluster, hostname, gpu, gpu_i_profile, gpu_model, nvlink_domain,
-    switch_group (the config inventory frame)."""
+    switch_group (the config inventory frame); ``downtime``: the month's downtime intervals
+    (``DOWNTIME_INTERVAL``; None: no host was out of service)."""
     topology = host_topology(inventory)
     held = _held(jobs)
     candidates = _candidates(jobs, held, topology)
-    free_hosts = _free_hosts(held, candidates, topology)
+    free_hosts = _free_hosts(held, candidates, topology, downtime)
     domains = _fewest(free_hosts, candidates, "domain", "domain")
     groups = _fewest(free_hosts, candidates, "switch_group", "group").select(
         "_run", "min_groups", "freest_group", "freest_group_free"
