@@ -92,8 +92,6 @@ def xid_values(long: LongSamples) -> pl.DataFrame:
         return pl.DataFrame(schema=XID_VALUES)
     hosts = [pl.col(label) for label in HOST_LABELS if label in long.series.columns]
     gpu = pl.col(GPU_LABEL) if GPU_LABEL in long.series.columns else pl.lit(None, pl.String)
-    series = long.series.select(
-        "series_id", hostname=pl.coalesce(hosts) if hosts else pl.lit(None, pl.String), gpu=gpu
-    )
+    series = long.series.select("series_id", hostname=pl.coalesce(hosts) if hosts else pl.lit(None, pl.String), gpu=gpu)
     joined = long.samples.join(series, on="series_id")
     return joined.select(list(XID_VALUES)).cast(XID_VALUES)

@@ -27,7 +27,9 @@ def _xid(step: Step, cluster: ClusterConfig) -> tuple[pl.DataFrame, int]:
     """One cluster's intervals of the day, and the XID points it quarantined."""
     codes, bad = screen_xid(read_xid(cluster, step.start, step.end))
     partition = {"cluster": cluster.name, "source": DCGM_XID, "partition_key": step.day.isoformat()}
-    step.write(quarantine_xid(bad, cluster.name, DCGM_XID, step.day.isoformat()), table=RAW_QUARANTINE, partition=partition)
+    step.write(
+        quarantine_xid(bad, cluster.name, DCGM_XID, step.day.isoformat()), table=RAW_QUARANTINE, partition=partition
+    )
     active = step.sql(ACTIVE_HOURS_SQL, [cluster.name, step.day, ACTIVE_MEAN])
     frame = stg_dcgm__gpu_xid(codes, active, cluster.name, step.start, step.end, cluster.sample_step_seconds)
     if bad.height:

@@ -86,9 +86,21 @@ def quarantine_xid(bad: pl.DataFrame, cluster: str, source: str, partition_key: 
         cluster=pl.lit(cluster),
         source=pl.lit(source),
         partition_key=pl.lit(partition_key),
-        location=pl.format("DCGM_FI_DEV_XID_ERRORS{Hostname={}, gpu={}}", "hostname", "gpu").fill_null("(no labels)"),
+        location=pl.concat_str(
+            pl.lit("DCGM_FI_DEV_XID_ERRORS{Hostname="),
+            pl.col("hostname").fill_null("(none)"),
+            pl.lit(", gpu="),
+            pl.col("gpu").fill_null("(none)"),
+            pl.lit("}"),
+        ),
         reason=pl.col("problem").replace_strict(reasons),
-        payload=pl.format('{"example_value": "{}", "first_ts": "{}"}', "example", "first"),
+        payload=pl.concat_str(
+            pl.lit('{"example_value": "'),
+            pl.col("example").cast(pl.String),
+            pl.lit('", "first_ts": "'),
+            pl.col("first").cast(pl.String),
+            pl.lit('"}'),
+        ),
         n_rows=pl.col("len").cast(pl.Int64),
     )
     return rows.cast(QUARANTINE_SCHEMA).sort("location", "reason")
