@@ -77,7 +77,7 @@ def read_xid_prometheus(
     for a in range(start_ms, end_ms, CHUNK_MS):
         b = min(a + CHUNK_MS, end_ms)
         last = a + (b - a - 1) // step_ms * step_ms  # the last grid point in [a, b)
-        params = {"query": query, "start": seconds(a), "end": seconds(last), "step": f"{step_seconds}s"}
+        params = {"query": query, "start": seconds(a), "end": seconds(last), "step": f"{step_seconds}s", "nocache": "1"}
         body = client.get("/api/v1/query_range", params, query=query, window=window_text(a, b))
         try:
             matrices.append(decode_matrix(body).window(a, b))
