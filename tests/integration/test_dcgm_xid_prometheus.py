@@ -2,7 +2,8 @@
 series per GPU (a fall off the bus and a reset, an application fault, a change between two
 critical XIDs left sticky until the GPU works again, a critical XID with one NaN point) is read
 over the HTTP API by the narrow read, turned into intervals by the rule, and split in
-marts.fct_gpu_capacity_split into the down seconds the scenario implies."""
+marts.fct_gpu_capacity_split into the down seconds the scenario implies. The same file loaded
+into a real VictoriaMetrics gives the same intervals."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from contracts.capacity_states import state_column
 from contracts.xid import CRITICAL_XIDS
 from sources.dcgm_xid import XID_METRIC, read_xid_prometheus
 from sources.prometheus.client import PrometheusClient
+from tests.support.victoria import VictoriaServer
 from transforms.marts.fct_gpu_capacity_split import HOURLY_COLUMNS, fct_gpu_capacity_split
 from transforms.staging.stg_dcgm__gpu_xid import UNREADABLE_VALUE, screen_xid, stg_dcgm__gpu_xid
 
@@ -74,19 +76,37 @@ def _hourly() -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
+def _read(url: str) -> pl.DataFrame:
+    client = PrometheusClient.from_config(PrometheusConfig(url=url, scrape_interval_seconds=STEP, step_seconds=STEP))
+    try:
+        return read_xid_prometheus(client, "", STEP, T0, T0 + DAY)
+    finally:
+        client.close()
+
+
 def test_xid_errors_through_prometheus_end_in_the_capacity_split(prometheus_with, tmp_path: Path) -> None:
     om = tmp_path / "xid.om"
     _write_om(om)
-    url = prometheus_with([om])
-    client = PrometheusClient.from_config(PrometheusConfig(url=url, scrape_interval_seconds=STEP, step_seconds=STEP))
-    try:
-        values = read_xid_prometheus(client, "", STEP, T0, T0 + DAY)
-    finally:
-        client.close()
+    _check(_read(prometheus_with([om])), nan_kept=True)
+
+
+@pytest.mark.slow
+def test_victoria_metrics_answers_the_same(tmp_path: Path) -> None:
+    om = tmp_path / "xid.om"
+    _write_om(om)
+    with VictoriaServer(tmp_path / "victoria") as server:
+        server.load([om])
+        values = _read(server.url)
+    _check(values, nan_kept=False)  # it does not serve NaN samples: the point before holds
+
+
+def _check(values: pl.DataFrame, nan_kept: bool) -> None:
+    """The read's points give the scenario's intervals and down seconds; the NaN point is
+    quarantined where the server serves it."""
     # the server answered only the critical and the unreadable points: GPU 1's 13 and the zeros stay there
     assert set(values["gpu"]) == {"0", "2", "3"}
     codes, bad = screen_xid(values)
-    assert bad.select("gpu", "ts", "problem").rows() == [("3", _hm(6), UNREADABLE_VALUE)]
+    assert bad.select("gpu", "ts", "problem").rows() == ([("3", _hm(6), UNREADABLE_VALUE)] if nan_kept else [])
 
     active = pl.DataFrame(
         [("h1", gpu, _hm(h)) for gpu, hours in ACTIVE.items() for h in hours],
