@@ -127,3 +127,21 @@ def _check(values: pl.DataFrame, nan_kept: bool) -> None:
     assert down == [(0, 7200.0 - 600.0), (1, 0.0), (2, 61200.0), (3, 14400.0)]
     totals = split.select(pl.sum_horizontal(state_column(s) for s in ("allocated", "down", "idle"))).to_series()
     assert (totals == split["capacity_seconds"]).all()
+
+
+def test_requests_sized_from_the_series_count_and_refusals_halved(prometheus_with, tmp_path: Path) -> None:
+    om = tmp_path / "xid.om"
+    _write_om(om)
+    whole = _read(prometheus_with([om]))
+    # 4 series: a budget of 400 samples plans 50-step requests; a server allowing 150 refuses
+    # 1,000-step requests until they are halved small enough
+    for budget, server_args in ((400, ()), (8_000, ("--query.max-samples=150",))):
+        url = prometheus_with([om], server_args)
+        client = PrometheusClient.from_config(
+            PrometheusConfig(url=url, scrape_interval_seconds=STEP, step_seconds=STEP)
+        )
+        try:
+            got = read_xid_prometheus(client, "", STEP, T0, T0 + DAY, max_samples=budget)
+        finally:
+            client.close()
+        assert got.sort("gpu", "ts").equals(whole.sort("gpu", "ts"), null_equal=True)
