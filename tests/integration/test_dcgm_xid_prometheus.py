@@ -145,3 +145,20 @@ def test_requests_sized_from_the_series_count_and_refusals_halved(prometheus_wit
         finally:
             client.close()
         assert got.sort("gpu", "ts").equals(whole.sort("gpu", "ts"), null_equal=True)
+
+
+def test_the_asset_reads_the_configured_prometheus(prometheus_with, tmp_path: Path) -> None:
+    """The landing, hourly rollup and XID asset of tests/warehouse/test_dcgm_xid_asset.py, with
+    the same file served by a real Prometheus instead of read as a file."""
+    from tests.warehouse import test_dcgm_xid_asset as site
+
+    om = tmp_path / "metrics.om"
+    site.write_om(om)
+    url = prometheus_with([om])
+    metrics = '[clusters.metrics]\nsource = "file"\npath = "metrics.om"\nstep_seconds = 60\n'
+    assert metrics in site.CONFIG
+    prometheus = f'[clusters.metrics]\nsource = "prometheus"\n\n[clusters.prometheus]\nurl = "{url}"\n'
+    prometheus += "scrape_interval_seconds = 60\nstep_seconds = 60\n"
+    config = tmp_path / "cardhours.toml"
+    config.write_text(site.CONFIG.replace(metrics, prometheus))
+    site.land(config)

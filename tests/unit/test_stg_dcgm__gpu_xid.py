@@ -122,6 +122,9 @@ def test_values_that_are_no_xid_keep_the_state_and_are_quarantined() -> None:
     assert stg_dcgm__gpu_xid(codes, NO_ACTIVITY, "c", T0, END, STEP).select("start_ts", "end_ts").rows() == [
         (_at(0), _at(22))
     ]
+    # after a gap (the filtered read left the zeros out) an unreadable point holds nothing
+    later = pl.concat([values, _values({("h1", "0"): [(300, 301, math.nan)]})])
+    assert stg_dcgm__gpu_xid(screen_xid(later)[0], NO_ACTIVITY, "c", T0, END, STEP).height == 1
     rows = quarantine_xid(bad, "c", DCGM_XID, "2026-03-02")
     assert rows.schema == pl.Schema(QUARANTINE_SCHEMA)
     counted = {(loc, reason.split(":")[0], n) for loc, reason, n in rows.select("location", "reason", "n_rows").rows()}

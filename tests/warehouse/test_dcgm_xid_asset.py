@@ -65,7 +65,7 @@ def _sm_active(gpu: int, minute: int) -> float:
     return 0.6 if gpu == 1 and minute >= 14 * 60 + 30 else 0.0  # GPU 1 works again from 14:30
 
 
-def _write_om(path: Path) -> None:
+def write_om(path: Path) -> None:
     families = {"DCGM_FI_PROF_SM_ACTIVE": _sm_active, XID_METRIC: _xid}
     lines = []
     for metric, value in families.items():
@@ -78,10 +78,8 @@ def _write_om(path: Path) -> None:
     path.write_text("\n".join([*lines, "# EOF", ""]))
 
 
-def test_the_xid_asset_lands_intervals_and_quarantines_what_is_no_xid(tmp_path: Path) -> None:
-    config = tmp_path / "cardhours.toml"
-    config.write_text(CONFIG)
-    _write_om(tmp_path / "metrics.om")
+def land(config: Path) -> None:
+    """Run the day's landing, hourly rollup and XID asset on ``config``; check what they wrote."""
     resource = CardhoursResource(config_path=str(config))
     assets = [raw_dcgm_samples, stg_dcgm__gpu_hourly_asset, stg_dcgm__gpu_xid_asset]
     result = materialize(assets, partition_key=DAY.isoformat(), resources={"cardhours": resource})
@@ -94,3 +92,10 @@ def test_the_xid_asset_lands_intervals_and_quarantines_what_is_no_xid(tmp_path: 
     ]
     bad = read_lake(config, "SELECT reason, n_rows FROM raw.quarantine WHERE source = 'dcgm_xid'")
     assert [(reason.split(":")[0], n) for reason, n in bad.rows()] == [("XID_NOT_A_CODE", 1)]
+
+
+def test_the_xid_asset_lands_intervals_and_quarantines_what_is_no_xid(tmp_path: Path) -> None:
+    config = tmp_path / "cardhours.toml"
+    config.write_text(CONFIG)
+    write_om(tmp_path / "metrics.om")
+    land(config)

@@ -20,7 +20,8 @@ The rule, per GPU (a MIG card's instances share their card's XID):
   down from the day's start until its first active hour or its reset.
 
 Values that are no XID (NaN, negative, fractional) and points whose ``gpu`` label is not a GPU
-index are not used (a value keeps the one before it) and are quarantined with a reason.
+index are not used (a value holds the one just before it, never across a gap) and are
+quarantined with a reason.
 """
 
 from __future__ import annotations
@@ -109,18 +110,21 @@ def quarantine_xid(bad: pl.DataFrame, cluster: str, source: str, partition_key: 
 def critical_runs(codes: pl.DataFrame, step_seconds: int) -> pl.DataFrame:
     """``hostname, gpu, code, start_ts, end_ts``: each run of one critical XID, points merged."""
     step = timedelta(seconds=step_seconds)
+    key = ["hostname", "gpu"]
+    # a point that is no XID holds the value before it, across no gap (a gap is a value left out)
+    apart = ((pl.col("ts") - pl.col("ts").shift()) > step).fill_null(True).cast(pl.Int64).cum_sum().over(key)
     points = (
-        codes.group_by("hostname", "gpu", "ts")
+        codes.group_by(*key, "ts")
         .agg(pl.col("code").max())
-        .sort("hostname", "gpu", "ts")
-        .with_columns(pl.col("code").forward_fill().over("hostname", "gpu"))
+        .sort(*key, "ts")
+        .with_columns(_stretch=apart)
+        .with_columns(pl.col("code").forward_fill().over(*key, "_stretch"))
         .filter(pl.col("code").is_not_null())
-        .with_columns(_next=pl.col("ts").shift(-1).over("hostname", "gpu"))
+        .with_columns(_next=pl.col("ts").shift(-1).over(key))
     )
     until = pl.min_horizontal(pl.col("_next").fill_null(pl.col("ts") + step), pl.col("ts") + step)
     pieces = points.select("hostname", "gpu", "code", pl.col("ts").alias("start_ts"), until.alias("end_ts"))
     critical = pieces.filter(pl.col("code").is_in(list(CRITICAL_XIDS)))
-    key = ["hostname", "gpu"]
     opened = (pl.col("code") != pl.col("code").shift()) | (pl.col("start_ts") != pl.col("end_ts").shift())
     run = opened.fill_null(True).cast(pl.Int64).cum_sum().over(key)
     return (
