@@ -138,3 +138,10 @@ def test_mig_instances_of_one_card_give_one_interval() -> None:
     values = _values({("h1", "0"): [(0, 30, 74.0)]})
     twice = pl.concat([values, values])  # two instances' series of the same card
     assert _xid(twice) == [("h1", 0, T0, _at(30), CRITICAL_XIDS[74])]
+
+
+def test_no_xid_series_gives_no_rows_and_nothing_quarantined() -> None:
+    codes, bad = screen_xid(pl.DataFrame(schema=XID_VALUES))
+    assert bad.is_empty() and quarantine_xid(bad, "c", DCGM_XID, "2026-03-02").is_empty()
+    got = stg_dcgm__gpu_xid(codes, NO_ACTIVITY, "c", T0, END, STEP)
+    assert got.is_empty() and got.schema == pl.Schema(DOWNTIME_INTERVAL)
