@@ -29,13 +29,14 @@ INTERVAL_STATES: tuple[str, ...] = (DOWN, PLANNED_DOWN, RESERVED)  # states a so
 PLATFORM_STATES: tuple[str, ...] = (DOWN, PLANNED_DOWN)  # never charged to departments
 
 SLURM_EVENT, SLURM_RESERVATION = "slurm_event", "slurm_reservation"
-KUBE_NODE_CONDITION, DCGM_DROPOUT = "kube_node_condition", "dcgm_dropout"
+KUBE_NODE_CONDITION, DCGM_DROPOUT, DCGM_XID = "kube_node_condition", "dcgm_dropout", "dcgm_xid"
 # source of a downtime interval -> what reported it
 INTERVAL_SOURCES: dict[str, str] = {
     SLURM_EVENT: "Slurm node event (sacctmgr show event: DOWN, DRAIN)",
     SLURM_RESERVATION: "Slurm reservation (sacctmgr show reservation)",
     KUBE_NODE_CONDITION: "Kubernetes node condition (kube_node_status_condition Ready, kube_node_spec_unschedulable)",
     DCGM_DROPOUT: "DCGM series stopped while the host's other GPUs reported (fell off the bus)",
+    DCGM_XID: "DCGM's last XID error of the GPU is a critical one (DCGM_FI_DEV_XID_ERRORS; contracts/xid.py)",
 }
 
 

@@ -15,6 +15,7 @@ from pipelines.assets.archive import archive_index
 from pipelines.assets.capacity_split import fct_gpu_capacity_split_asset
 from pipelines.assets.chargeback import CHARGEBACK_ASSETS
 from pipelines.assets.dcgm_downtime import stg_dcgm__gpu_dropout_asset
+from pipelines.assets.dcgm_xid import stg_dcgm__gpu_xid_asset
 from pipelines.assets.delivery import review_delivery
 from pipelines.assets.downtime import stg_slurm__downtime_asset
 from pipelines.assets.gate import month_landed
@@ -54,6 +55,7 @@ ASSETS = [
     stg_dcgm__gpu_hour_sums_asset,
     stg_dcgm__field_presence_asset,
     stg_dcgm__gpu_dropout_asset,
+    stg_dcgm__gpu_xid_asset,
     stg_slurm__jobs_asset,
     raw_kube_series,
     stg_kube__pods_asset,

@@ -107,6 +107,7 @@ STG_DCGM__FIELD_PRESENCE = _daily("staging.stg_dcgm__field_presence")
 STG_KUBE__NODE_CAPACITY = _daily("staging.stg_kube__node_capacity")
 # Downtime intervals (contracts/capacity_states.py DOWNTIME_INTERVAL) of the day, one table per source.
 STG_DCGM__GPU_DROPOUT = _daily("staging.stg_dcgm__gpu_dropout")
+STG_DCGM__GPU_XID = _daily("staging.stg_dcgm__gpu_xid")
 STG_KUBE__NODE_DOWNTIME = _daily("staging.stg_kube__node_downtime")
 STG_SLURM__DOWNTIME = Table("staging.stg_slurm__downtime", DAY, "ingest", by_cluster=True, lake=True)
 STG_SLURM__JOBS = Table("staging.stg_slurm__jobs", MONTH, "staging")
@@ -138,12 +139,21 @@ MART_CHARGEBACK_RECONCILIATION = _mart("marts.mart_chargeback_reconciliation", "
 # Every table of downtime intervals: daily tables (period column `day`) whose columns are exactly
 # contracts/capacity_states.py DOWNTIME_INTERVAL (+ day). The capacity split (marts.fct_gpu_capacity_split)
 # and the review's downtime section read their union; a new source of intervals adds its table here.
-DOWNTIME_TABLES: tuple[Table, ...] = (STG_SLURM__DOWNTIME, STG_KUBE__NODE_DOWNTIME, STG_DCGM__GPU_DROPOUT)
+DOWNTIME_TABLES: tuple[Table, ...] = (
+    STG_SLURM__DOWNTIME,
+    STG_KUBE__NODE_DOWNTIME,
+    STG_DCGM__GPU_DROPOUT,
+    STG_DCGM__GPU_XID,
+)
 # The downtime tables derived from a landed source after its landing (the daily job writes each
 # day's partition, empty or not, once the source landed): the month's capacity split refuses a
 # landed day whose partition is missing or older than the landing, rather than read it as "no
 # downtime". stg_slurm__downtime is written with its own landing, so the month's gate covers it.
-DERIVED_DOWNTIME: dict[Table, str] = {STG_KUBE__NODE_DOWNTIME: KUBE, STG_DCGM__GPU_DROPOUT: DCGM}
+DERIVED_DOWNTIME: dict[Table, str] = {
+    STG_KUBE__NODE_DOWNTIME: KUBE,
+    STG_DCGM__GPU_DROPOUT: DCGM,
+    STG_DCGM__GPU_XID: DCGM,
+}
 
 MONTH_LANDED = Node("meta.month_landed", MONTH, "meta")  # the monthly gate: every day landed
 REVIEW_HTML = Node("reports.review_html", MONTH, "reports")

@@ -29,7 +29,7 @@ def _by_key() -> dict[AssetKey, object]:
 def test_every_asset_is_a_registry_node_and_every_node_an_asset() -> None:
     declared = {node.key for node in NODES if not isinstance(node, Table) or node.group is not None}
     assert set(_by_key()) == declared
-    assert len(declared) == 33
+    assert len(declared) == 34
 
 
 def test_the_jobs_select_the_assets_of_their_grain() -> None:
@@ -44,6 +44,7 @@ def test_the_jobs_select_the_assets_of_their_grain() -> None:
         "staging__stg_dcgm__gpu_hour_sums",
         "staging__stg_dcgm__gpu_hourly",
         "staging__stg_dcgm__gpu_minutely",
+        "staging__stg_dcgm__gpu_xid",
         "staging__stg_kube__node_capacity",
         "staging__stg_kube__node_downtime",
         "staging__stg_slurm__downtime",

@@ -15,7 +15,12 @@ from transforms.marts import (
     mart_deployment_monthly,
     mart_kube_queue_monthly,
 )
-from transforms.staging import stg_dcgm__gpu_dropout, stg_kube__node_capacity, stg_kube__node_downtime
+from transforms.staging import (
+    stg_dcgm__gpu_dropout,
+    stg_dcgm__gpu_xid,
+    stg_kube__node_capacity,
+    stg_kube__node_downtime,
+)
 
 DOC = Path(__file__).parents[2] / "docs" / "marts.md"
 MARTS = {
@@ -30,6 +35,7 @@ MARTS = {
     "staging.stg_kube__node_capacity": stg_kube__node_capacity.SCHEMA,
     "staging.stg_kube__node_downtime": stg_kube__node_downtime.SCHEMA,
     "staging.stg_dcgm__gpu_dropout": stg_dcgm__gpu_dropout.SCHEMA,
+    "staging.stg_dcgm__gpu_xid": stg_dcgm__gpu_xid.SCHEMA,
 }
 
 

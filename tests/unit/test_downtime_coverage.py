@@ -9,7 +9,7 @@ import polars as pl
 
 from contracts.sources import DCGM, KUBE
 from pipelines.downtime_coverage import missing_downtime_days
-from pipelines.tables import STG_DCGM__GPU_DROPOUT, STG_KUBE__NODE_DOWNTIME
+from pipelines.tables import DERIVED_DOWNTIME, STG_DCGM__GPU_DROPOUT, STG_KUBE__NODE_DOWNTIME
 
 LANDED = datetime(2026, 10, 2, 6)
 
@@ -29,16 +29,13 @@ def test_missing_and_stale_partitions_are_named_by_table_cluster_and_day() -> No
         ("c1", 1, KUBE, "ok", LANDED),  # kube partition missing
         ("c2", 1, DCGM, "ok", LANDED),  # not a configured cluster of this run
     )
-    written = {
-        (STG_DCGM__GPU_DROPOUT, "c1", date(2026, 10, 1)): datetime(2026, 10, 2, 7),
-        (STG_DCGM__GPU_DROPOUT, "c1", date(2026, 10, 3)): datetime(2026, 10, 4),
-    }
+    dcgm = [table for table, source in DERIVED_DOWNTIME.items() if source == DCGM]
+    assert STG_DCGM__GPU_DROPOUT in dcgm and DERIVED_DOWNTIME[STG_KUBE__NODE_DOWNTIME] == KUBE
+    written = {(t, "c1", date(2026, 10, 1)): datetime(2026, 10, 2, 7) for t in dcgm}
+    written |= {(t, "c1", date(2026, 10, 3)): datetime(2026, 10, 4) for t in dcgm}
     lines = missing_downtime_days(landings, ["c1"], lambda t, c, d: written.get((t, c, d)))
-    assert lines == [
-        "staging.stg_dcgm__gpu_dropout of cluster c1: 2026-10-02 (missing), 2026-10-03 (older than the landing)",
-        "staging.stg_kube__node_downtime of cluster c1: 2026-10-01 (missing)",
-    ]
-    assert STG_KUBE__NODE_DOWNTIME.name in lines[1]
+    expected = [f"{t.name} of cluster c1: 2026-10-02 (missing), 2026-10-03 (older than the landing)" for t in dcgm]
+    assert lines == sorted([*expected, "staging.stg_kube__node_downtime of cluster c1: 2026-10-01 (missing)"])
 
 
 def test_every_landed_day_with_a_current_partition_passes() -> None:

@@ -1,0 +1,101 @@
+"""The XID downtime asset through Dagster on a temp warehouse, in file mode: an OpenMetrics file
+with the GPUs' samples and their DCGM_FI_DEV_XID_ERRORS lands the day, rolls it up by hour, and
+the XID asset writes the intervals (ended by a reset, or by the first hour the GPU works) and
+quarantines the value that is no XID."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from dagster import materialize
+
+from contracts.xid import CRITICAL_XIDS
+from pipelines.assets.dcgm_xid import stg_dcgm__gpu_xid_asset
+from pipelines.assets.ingest import raw_dcgm_samples
+from pipelines.assets.staging import stg_dcgm__gpu_hourly_asset
+from pipelines.resources import CardhoursResource
+from sources.dcgm_xid import XID_METRIC
+from tests.support.warehouse_read import read_lake
+
+pytestmark = [pytest.mark.slow]
+
+DAY = date(2024, 3, 10)
+T0 = datetime(2024, 3, 10)
+STEP = 60
+EPOCH = datetime(1970, 1, 1)
+CONFIG = """
+[warehouse]
+path = "wh/cardhours.duckdb"
+
+[reports]
+dir = "reports"
+
+[[clusters]]
+name = "t1"
+
+[clusters.metrics]
+source = "file"
+path = "metrics.om"
+step_seconds = 60
+
+[[clusters.inventory.node_groups]]
+hosts = "n1"
+gpu_model = "H100"
+model_name = "NVIDIA H100 80GB HBM3"
+gpus_per_node = 2
+gpu_memory_mib = 81559
+
+[rates]
+currency = "USD"
+
+[rates.gpu_hour]
+H100 = 2.0
+"""
+
+
+def _xid(gpu: int, minute: int) -> float:
+    if gpu == 0:  # fell off the bus 02:00, reset 03:00; one unreadable point at 05:00
+        return 79.0 if 120 <= minute < 180 else 2.5 if minute == 300 else 0.0
+    return 94.0 if minute >= 540 else 0.0  # contained ECC error at 09:00, sticky
+
+
+def _sm_active(gpu: int, minute: int) -> float:
+    return 0.6 if gpu == 1 and minute >= 14 * 60 + 30 else 0.0  # GPU 1 works again from 14:30
+
+
+def write_om(path: Path) -> None:
+    families = {"DCGM_FI_PROF_SM_ACTIVE": _sm_active, XID_METRIC: _xid}
+    lines = []
+    for metric, value in families.items():
+        lines.append(f"# TYPE {metric} gauge")
+        for gpu in (0, 1):
+            labels = f'gpu="{gpu}",UUID="GPU-{gpu}",Hostname="n1",modelName="NVIDIA H100 80GB HBM3"'
+            for minute in range(24 * 60):
+                ts = int((T0 + timedelta(minutes=minute) - EPOCH).total_seconds())
+                lines.append(f"{metric}{{{labels}}} {value(gpu, minute):g} {ts}")
+    path.write_text("\n".join([*lines, "# EOF", ""]))
+
+
+def land(config: Path) -> None:
+    """Run the day's landing, hourly rollup and XID asset on ``config``; check what they wrote."""
+    resource = CardhoursResource(config_path=str(config))
+    assets = [raw_dcgm_samples, stg_dcgm__gpu_hourly_asset, stg_dcgm__gpu_xid_asset]
+    result = materialize(assets, partition_key=DAY.isoformat(), resources={"cardhours": resource})
+    assert result.success
+    rows = read_lake(config, "SELECT gpu, start_ts, end_ts, reason, source FROM staging.stg_dcgm__gpu_xid ORDER BY gpu")
+    assert rows.rows() == [
+        (0, T0 + timedelta(hours=2), T0 + timedelta(hours=3), CRITICAL_XIDS[79], "dcgm_xid"),
+        # ended at the start of the first active hour (14:00; the hour's mean is 0.3): hour resolution
+        (1, T0 + timedelta(hours=9), T0 + timedelta(hours=14), CRITICAL_XIDS[94], "dcgm_xid"),
+    ]
+    bad = read_lake(config, "SELECT reason, n_rows FROM raw.quarantine WHERE source = 'dcgm_xid'")
+    assert [(reason.split(":")[0], n) for reason, n in bad.rows()] == [("XID_NOT_A_CODE", 1)]
+
+
+def test_the_xid_asset_lands_intervals_and_quarantines_what_is_no_xid(tmp_path: Path) -> None:
+    config = tmp_path / "cardhours.toml"
+    config.write_text(CONFIG)
+    write_om(tmp_path / "metrics.om")
+    land(config)
