@@ -21,8 +21,22 @@ from sources.slurm_nodes import read_nodes
 from transforms.staging.stg_slurm__node_capacity import SCHEMA, stg_slurm__node_capacity
 
 
+def _kept(step: Step, cluster) -> pl.DataFrame | None:
+    """Command mode, a day landed again: the snapshot it holds when read after the day ended (the
+    records read now would say nothing more of that day, and it stands for the hours after it)."""
+    if cluster.slurm.scontrol_command is None:
+        return None
+    held = step.read(RAW_SLURM_NODE_SNAPSHOTS, cluster=cluster.name, with_period=False)
+    return held if held.height and held["read_at"].min() >= step.end else None
+
+
 def _land_cluster(step: Step, cluster) -> tuple[int, int]:
     """One cluster's snapshot for the day: (rows landed, lines quarantined)."""
+    kept = _kept(step, cluster)
+    if kept is not None:
+        step.log.info(f"{cluster.name}: {step.day} keeps the node records read at {kept['read_at'].min()}")
+        landing = landed(cluster.name, step.day, SLURM_NODES, kept.height, 0, kept.height)
+        return step.write(kept.select(list(SLURM_NODE_SCHEMA)), cluster=cluster.name, also=[landing]), 0
     rows, bad = read_nodes(cluster.slurm, cluster.name)
     partition = {"cluster": cluster.name, "source": SLURM_NODES, "partition_key": step.day.isoformat()}
     bad = bad.with_columns(partition_key=pl.lit(step.day.isoformat()))
@@ -33,6 +47,7 @@ def _land_cluster(step: Step, cluster) -> tuple[int, int]:
 
 @table_asset(
     RAW_SLURM_NODE_SNAPSHOTS,
+    reads=[RAW_SLURM_NODE_SNAPSHOTS],
     description="Slurm node records (scontrol show node --oneliner): each node's GPU GRES, state and reason, "
     "read when the day landed or from a saved output (docs/slurm.md, Node records).",
 )

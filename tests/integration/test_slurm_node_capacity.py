@@ -1,7 +1,8 @@
 """Node records from a real Slurm 22.05 (tests/slurm_harness: one node ``localhost`` with
 ``gpu:h200:8``): today is landed in command mode (``scontrol_command``) by the daily assets, as a
 run executes them, and the month's observed inventory counts the node's 8 GPUs, where the config
-declares 4, for the hours from the read on (DCGM reported nothing)."""
+declares 4, for the hours from the read on (DCGM reported nothing). A past day landed again keeps
+the snapshot read the first time."""
 
 from __future__ import annotations
 
@@ -51,3 +52,18 @@ def test_a_day_landed_from_scontrol_puts_the_nodes_gpus_in_the_inventory(tmp_pat
     assert per_hour["hour"].to_list() == [first_hour + timedelta(hours=h) for h in range(hours)]
     assert all(gpus == list(range(8)) for gpus in per_hour["gpu"].to_list())  # the GRES's 8, not the config's 4
     assert result.metadata["slurm_rows"] == 8 * hours and result.metadata["differences"] == 4
+
+
+def test_a_past_day_landed_again_keeps_its_first_snapshot(tmp_path: Path) -> None:
+    with SlurmCluster() as cluster:
+        config = site(tmp_path, f"scontrol_command = '{cluster.scontrol_command}'")
+        resource = {"cardhours": CardhoursResource(config_path=str(config))}
+        yesterday = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
+        reads = []
+        for _ in range(2):
+            with build_asset_context(partition_key=yesterday, resources=resource) as context:
+                raw_slurm_node_snapshots(context)
+            reads.append(read_lake(config, "SELECT read_at FROM raw.slurm_node_snapshots")["read_at"].to_list())
+    assert len(reads[0]) == 1 and reads[1] == reads[0]  # scontrol is not read again for a day that ended
+    landing = read_lake(config, "SELECT status, rows FROM meta.landings WHERE source = 'slurm_nodes'")
+    assert landing.to_dicts() == [{"status": "ok", "rows": 1}]
