@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -24,7 +25,7 @@ from config.inventory import InventoryConfig
 from config.kubernetes import KubernetesConfig
 from config.urls import url_problem
 from contracts.exporters import DEFAULT_EXPORTER, EXPORTERS
-from contracts.sources import DCGM, KUBE, SACCT, SLURM_DOWNTIME
+from contracts.sources import DCGM, KUBE, SACCT, SLURM_DOWNTIME, SLURM_NODES
 
 DEFAULT_STEP_SECONDS = 30  # dcgm-exporter's and the simulator's usual sample spacing
 # A shard's day at 30 s: about 0.75 M rows, about 1.5 GiB for the raw step (benchmarks/README.md, "Memory per
@@ -145,6 +146,12 @@ class SlurmConfig(StrictModel):
     sacctmgr_command: Text | None = None
     events_file: ConfigPath | None = None
     reservations_file: ConfigPath | None = None
+    # Node records (docs/slurm.md, "Node records"): command mode runs `scontrol show node --oneliner`
+    # when a day lands; file mode reads its saved output, as read at `nodes_read_at` (UTC), else at
+    # the file's modification time. Neither: the cluster's GPUs come from DCGM and the config alone.
+    scontrol_command: Text | None = None
+    nodes_file: ConfigPath | None = None
+    nodes_read_at: datetime | None = None
 
     @model_validator(mode="after")
     def _one_mode(self) -> SlurmConfig:
@@ -155,7 +162,18 @@ class SlurmConfig(StrictModel):
             raise ValueError(
                 "set either sacctmgr_command (command mode) or events_file / reservations_file (file mode), not both"
             )
+        if self.scontrol_command is not None and self.nodes_file is not None:
+            raise_problems([(("nodes_file",), "set either scontrol_command (command mode) or nodes_file, not both")])
+        if self.nodes_read_at is not None and self.nodes_file is None:
+            raise_problems([(("nodes_read_at",), "only with nodes_file: the time its saved output was taken (UTC)")])
+        if self.nodes_read_at is not None and self.nodes_read_at.tzinfo is not None:
+            raise_problems([(("nodes_read_at",), "give a UTC time without an offset (2026-12-01T00:00:00)")])
         return self
+
+    @property
+    def reads_nodes(self) -> bool:
+        """Whether the cluster lands node records (the ``slurm_nodes`` source)."""
+        return self.scontrol_command is not None or self.nodes_file is not None
 
     @property
     def reads_downtime(self) -> bool:
@@ -222,13 +240,15 @@ class ClusterConfig(StrictModel):
     def sources(self) -> tuple[str, ...]:
         """The sources this cluster lands a day from (contracts/sources.py), from its sections:
         ``dcgm`` always, ``sacct`` with ``[clusters.slurm]``, ``kube`` with ``[clusters.kubernetes]``,
-        ``slurm_downtime`` with a ``[clusters.slurm]`` that reads node events and reservations.
+        ``slurm_downtime`` with a ``[clusters.slurm]`` that reads node events and reservations,
+        ``slurm_nodes`` with one that reads node records (``scontrol_command`` / ``nodes_file``).
         The one answer to "which sources does a cluster have": the daily assets read exactly
         these, and the month's gate, the review sensor, ``cardhours run``, ``close`` and the
         freshness alert expect a landing of each."""
         slurm = (SACCT,) if self.slurm is not None else ()
         downtime = (SLURM_DOWNTIME,) if self.slurm is not None and self.slurm.reads_downtime else ()
-        return (DCGM, *slurm, *((KUBE,) if self.kubernetes is not None else ()), *downtime)
+        nodes = (SLURM_NODES,) if self.slurm is not None and self.slurm.reads_nodes else ()
+        return (DCGM, *slurm, *((KUBE,) if self.kubernetes is not None else ()), *downtime, *nodes)
 
     @property
     def sample_step_seconds(self) -> int:

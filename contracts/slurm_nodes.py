@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import polars as pl
 
-SLURM_NODES_SOURCE = "scontrol_node"
+from contracts.sources import SLURM_NODES
+
+SLURM_NODES_SOURCE = SLURM_NODES  # the source of their landings and quarantined lines
 
 SLURM_NODE_SCHEMA: dict[str, pl.DataType] = {
     "cluster": pl.String(),

@@ -4,7 +4,8 @@ A cluster has the sources its config sections name (``config.cluster.ClusterConf
 ``dcgm`` always (``[clusters.metrics]``), ``sacct`` with ``[clusters.slurm]``, ``kube`` with
 ``[clusters.kubernetes]``, ``slurm_downtime`` with a ``[clusters.slurm]`` that names where node
 events and reservations come from (``sacctmgr_command``, ``events_file``,
-``reservations_file``). The names are also the ``source`` of ``meta.landings`` and of a
+``reservations_file``), ``slurm_nodes`` with one that names where node records come from
+(``scontrol_command``, ``nodes_file``). The names are also the ``source`` of ``meta.landings`` and of a
 daily landing's ``raw.quarantine`` rows.
 
 Each source's day ends one of three ways (docs/marts.md, "Landings and coverage gaps"):
@@ -20,12 +21,14 @@ Each source's day ends one of three ways (docs/marts.md, "Landings and coverage 
 from __future__ import annotations
 
 DCGM, SACCT, KUBE, SLURM_DOWNTIME = "dcgm", "sacct", "kube", "slurm_downtime"
+SLURM_NODES = "slurm_nodes"
 
 SOURCE_TITLES: dict[str, str] = {
     DCGM: "GPU samples ([clusters.metrics])",
     SACCT: "Slurm accounting ([clusters.slurm])",
     KUBE: "Kubernetes pod series ([clusters.kubernetes])",
     SLURM_DOWNTIME: "Slurm node events and reservations ([clusters.slurm] sacctmgr_command / events_file)",
+    SLURM_NODES: "Slurm node records ([clusters.slurm] scontrol_command / nodes_file)",
 }
 SOURCES: tuple[str, ...] = tuple(SOURCE_TITLES)  # in landing order
 # Sources that say who ran what. A cluster with none of them (metrics only) has utilization

@@ -33,6 +33,7 @@ from pipelines.assets.marts import (
 )
 from pipelines.assets.reports import review_html
 from pipelines.assets.review import fct_job_flags_asset, mart_user_monthly_asset
+from pipelines.assets.slurm_nodes import raw_slurm_node_snapshots, stg_slurm__node_capacity_asset
 from pipelines.assets.staging import (
     stg_dcgm__field_presence_asset,
     stg_dcgm__gpu_hour_sums_asset,
@@ -50,6 +51,8 @@ ASSETS = [
     raw_dcgm_samples,
     raw_slurm_sacct,
     stg_slurm__downtime_asset,
+    raw_slurm_node_snapshots,
+    stg_slurm__node_capacity_asset,
     stg_dcgm__gpu_hourly_asset,
     stg_dcgm__gpu_minutely_asset,
     stg_dcgm__gpu_hour_sums_asset,

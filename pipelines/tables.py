@@ -88,6 +88,7 @@ RAW_SLURM_SACCT = _raw("raw.slurm_sacct")
 RAW_KUBE_SERIES = _raw("raw.kube_series")
 RAW_KUBE_QUEUE_SAMPLES = Table("raw.kube_queue_samples", DAY, by_cluster=True, writer=RAW_KUBE_SERIES, lake=True)
 RAW_KUBE_NODE_RUNS = Table("raw.kube_node_runs", DAY, by_cluster=True, writer=RAW_KUBE_SERIES, lake=True)
+RAW_SLURM_NODE_SNAPSHOTS = _raw("raw.slurm_node_snapshots")  # scontrol node records, read when a day lands
 # Rejected input: of the daily landings per source, cluster and day (partition_key) in the lake, and
 # of the monthly staging steps per source and month in the DuckDB file; raw.quarantine reads both.
 RAW_QUARANTINE_MONTHLY = Table("raw.quarantine_monthly", MONTH, period_column="partition_key")
@@ -105,6 +106,7 @@ STG_DCGM__GPU_MINUTELY = _daily("staging.stg_dcgm__gpu_minutely")
 STG_DCGM__GPU_HOUR_SUMS = _daily("staging.stg_dcgm__gpu_hour_sums")
 STG_DCGM__FIELD_PRESENCE = _daily("staging.stg_dcgm__field_presence")
 STG_KUBE__NODE_CAPACITY = _daily("staging.stg_kube__node_capacity")
+STG_SLURM__NODE_CAPACITY = _daily("staging.stg_slurm__node_capacity")
 # Downtime intervals (contracts/capacity_states.py DOWNTIME_INTERVAL) of the day, one table per source.
 STG_DCGM__GPU_DROPOUT = _daily("staging.stg_dcgm__gpu_dropout")
 STG_DCGM__GPU_XID = _daily("staging.stg_dcgm__gpu_xid")

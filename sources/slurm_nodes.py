@@ -20,10 +20,11 @@ from pathlib import Path
 
 import polars as pl
 
+from config.cluster import SlurmConfig
 from contracts.schemas import QUARANTINE_SCHEMA
 from contracts.slurm_nodes import SLURM_NODE_SCHEMA, SLURM_NODES_SOURCE
 
-__all__ = ["SlurmNodesError", "parse_scontrol_nodes", "read_scontrol_nodes_file", "run_scontrol_nodes"]
+__all__ = ["SlurmNodesError", "parse_scontrol_nodes", "read_nodes", "read_scontrol_nodes_file", "run_scontrol_nodes"]
 
 _FIELD = re.compile(r"(?:^|\s)([A-Z][A-Za-z_]*)=")
 _GRES = re.compile(r"^(?P<name>[a-z_]+)(?::(?P<type>[^:()]+))?:(?P<count>\d+)(?:\((?:S|IDX):[^)]*\))?$")
@@ -52,6 +53,17 @@ def run_scontrol_nodes(command: str, timeout: float = 120) -> tuple[str, datetim
     if done.returncode != 0:
         raise SlurmNodesError(f"{' '.join(argv)} exited with {done.returncode}: {done.stderr.strip()[:500]}")
     return done.stdout, datetime.now(UTC).replace(tzinfo=None)
+
+
+def read_nodes(slurm: SlurmConfig, cluster: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The node records ``[clusters.slurm]`` names: ``scontrol_command`` run now, else ``nodes_file``
+    as read at ``nodes_read_at`` (default: its modification time). (rows, quarantined lines)."""
+    if slurm.scontrol_command is not None:
+        text, read_at = run_scontrol_nodes(slurm.scontrol_command)
+        return parse_scontrol_nodes(text, source=slurm.scontrol_command, cluster=cluster, read_at=read_at)
+    if slurm.nodes_file is None:
+        raise SlurmNodesError(f"{cluster}: [clusters.slurm] names no scontrol_command or nodes_file")
+    return read_scontrol_nodes_file(slurm.nodes_file, cluster=cluster, read_at=slurm.nodes_read_at)
 
 
 def read_scontrol_nodes_file(

@@ -196,6 +196,11 @@ class SlurmCluster:
         """A command string for cardhours' command mode (``[clusters.slurm] sacctmgr_command``)."""
         return shlex.join(["env", f"SLURM_CONF={self.env['SLURM_CONF']}", _binary("sacctmgr")])
 
+    @property
+    def scontrol_command(self) -> str:
+        """A command string for cardhours' command mode (``[clusters.slurm] scontrol_command``)."""
+        return shlex.join(["env", f"SLURM_CONF={self.env['SLURM_CONF']}", _binary("scontrol")])
+
     def sacct(self, args: Sequence[str]) -> str:
         return self.command("sacct", args).stdout
 

@@ -29,7 +29,7 @@ def _by_key() -> dict[AssetKey, object]:
 def test_every_asset_is_a_registry_node_and_every_node_an_asset() -> None:
     declared = {node.key for node in NODES if not isinstance(node, Table) or node.group is not None}
     assert set(_by_key()) == declared
-    assert len(declared) == 34
+    assert len(declared) == 36
 
 
 def test_the_jobs_select_the_assets_of_their_grain() -> None:
@@ -38,6 +38,7 @@ def test_the_jobs_select_the_assets_of_their_grain() -> None:
     assert sorted(daily) == [
         "raw__dcgm_samples",
         "raw__kube_series",
+        "raw__slurm_node_snapshots",
         "raw__slurm_sacct",
         "staging__stg_dcgm__field_presence",
         "staging__stg_dcgm__gpu_dropout",
@@ -48,6 +49,7 @@ def test_the_jobs_select_the_assets_of_their_grain() -> None:
         "staging__stg_kube__node_capacity",
         "staging__stg_kube__node_downtime",
         "staging__stg_slurm__downtime",
+        "staging__stg_slurm__node_capacity",
     ]
     monthly = definitions.resolve_job_def("monthly_review").graph.node_names()
     assert len(monthly) == 22 and "meta__month_landed" in monthly and "reports__review_html" in monthly

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pytest
 
-from config import parse_config
+from config import ConfigError, parse_config
 from contracts.sources import (
     BEFORE_FIRST_SAMPLE,
     DCGM,
@@ -21,6 +22,7 @@ from contracts.sources import (
     NO_SERIES,
     SACCT,
     SLURM_DOWNTIME,
+    SLURM_NODES,
     SOURCES,
 )
 from warehouse.books.landings import coverage_gap_lines, coverage_gaps, landed_days, landing_gaps, stale_sources
@@ -37,12 +39,16 @@ gpu_memory_mib = 81559
 """
 PROMETHEUS = '[clusters.prometheus]\nurl = "http://prometheus:9090"\n'
 SECTIONS = {
-    "both": '[clusters.slurm]\nsacct_file = "sacct.txt"\nsacctmgr_command = "sacctmgr"\n\n'
+    "both": '[clusters.slurm]\nsacct_file = "sacct.txt"\nsacctmgr_command = "sacctmgr"\n'
+    'scontrol_command = "scontrol"\n\n'
     f"{PROMETHEUS}\n[clusters.kubernetes]\n",
     "slurm": '[clusters.slurm]\nsacct_file = "sacct.txt"\n',
     "k8s": f"{PROMETHEUS}\n[clusters.kubernetes]\n",
     "plain": "",
 }
+
+
+SLURM_ONLY = '[clusters.slurm]\nsacct_file = "sacct.txt"\n\n'  # the "slurm" cluster's section, as _site writes it
 
 
 def _site() -> str:
@@ -58,7 +64,7 @@ def _site() -> str:
 def test_each_cluster_lands_the_sources_its_sections_name() -> None:
     config = parse_config(tomllib.loads(_site()))
     assert config.expected_sources() == {
-        "both": [DCGM, SACCT, KUBE, SLURM_DOWNTIME],
+        "both": [DCGM, SACCT, KUBE, SLURM_DOWNTIME, SLURM_NODES],
         "slurm": [DCGM, SACCT],
         "k8s": [DCGM, KUBE],
         "plain": [DCGM],
@@ -68,7 +74,8 @@ def test_each_cluster_lands_the_sources_its_sections_name() -> None:
     assert [c.name for c in config.clusters_with(DCGM)] == ["both", "slurm", "k8s", "plain"]
     assert config.charged_clusters == ["both", "slurm", "k8s"]  # a metrics-only cluster is not billed
     assert [c.name for c in config.clusters_with(SLURM_DOWNTIME)] == ["both"]
-    assert set(SOURCES) == {DCGM, SACCT, KUBE, SLURM_DOWNTIME} and set(GAP_CAUSES) == {
+    assert [c.name for c in config.clusters_with(SLURM_NODES)] == ["both"]
+    assert set(SOURCES) == {DCGM, SACCT, KUBE, SLURM_DOWNTIME, SLURM_NODES} and set(GAP_CAUSES) == {
         NO_SERIES,
         NO_JOBS,
         BEFORE_FIRST_SAMPLE,
@@ -120,3 +127,26 @@ def test_a_gap_counts_for_freshness_a_failure_does_not(tmp_path: Path) -> None:
     refresh(conn, tmp_path, LANDINGS)
     stale = stale_sources(newest_landings(conn), {"k8s": [DCGM, KUBE]}, datetime(2026, 3, 1))
     assert [(s.cluster, s.source, s.newest) for s in stale] == [("k8s", KUBE, None)]
+
+
+@pytest.mark.parametrize(
+    ("slurm", "key", "message"),
+    [
+        ('scontrol_command = "scontrol"\nnodes_file = "n.txt"', "nodes_file", "not both"),
+        ("nodes_read_at = 2026-12-01T00:00:00", "nodes_read_at", "only with nodes_file"),
+        ('nodes_file = "n.txt"\nnodes_read_at = 2026-12-01T00:00:00+02:00', "nodes_read_at", "without an offset"),
+    ],
+)
+def test_node_records_keys_are_checked_naming_the_key(slurm: str, key: str, message: str) -> None:
+    text = _site().replace(SLURM_ONLY, SLURM_ONLY.replace("\n\n", f"\n{slurm}\n\n"), 1)
+    with pytest.raises(ConfigError) as raised:
+        parse_config(tomllib.loads(text))
+    assert f"slurm.{key}" in str(raised.value) and message in str(raised.value)
+
+
+def test_a_saved_node_file_is_read_at_its_configured_time() -> None:
+    keys = 'nodes_file = "n.txt"\nnodes_read_at = 2026-12-01T06:00:00\n'
+    text = _site().replace(SLURM_ONLY, SLURM_ONLY.replace("\n\n", f"\n{keys}\n"), 1)
+    slurm = parse_config(tomllib.loads(text)).clusters[1].slurm
+    assert slurm.reads_nodes and slurm.nodes_read_at == datetime(2026, 12, 1, 6)
+    assert parse_config(tomllib.loads(text)).expected_sources()["slurm"] == [DCGM, SACCT, SLURM_NODES]

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from contracts.slurm_nodes import SLURM_NODE_SCHEMA
 from transforms.intermediate import int_gpu_inventory_observed
 from transforms.marts import (
     fct_gpu_capacity_split,
@@ -20,6 +21,7 @@ from transforms.staging import (
     stg_dcgm__gpu_xid,
     stg_kube__node_capacity,
     stg_kube__node_downtime,
+    stg_slurm__node_capacity,
 )
 
 DOC = Path(__file__).parents[2] / "docs" / "marts.md"
@@ -36,6 +38,8 @@ MARTS = {
     "staging.stg_kube__node_downtime": stg_kube__node_downtime.SCHEMA,
     "staging.stg_dcgm__gpu_dropout": stg_dcgm__gpu_dropout.SCHEMA,
     "staging.stg_dcgm__gpu_xid": stg_dcgm__gpu_xid.SCHEMA,
+    "staging.stg_slurm__node_capacity": stg_slurm__node_capacity.SCHEMA,
+    "raw.slurm_node_snapshots": SLURM_NODE_SCHEMA,
 }
 
 

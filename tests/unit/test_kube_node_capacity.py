@@ -16,7 +16,8 @@ from sources.kube.landing import land
 from sources.kube.node_runs import RAW_KUBE_NODE_RUNS_SCHEMA
 from tests.unit.test_kube_landing import DAY, T0, long_of
 from transforms.intermediate.int_gpu_inventory_observed import SCHEMA, hourly_inventory, inventory_differences
-from transforms.intermediate.inventory_kube import kube_observed, place
+from transforms.intermediate.inventory_counts import KUBE as KUBE_SOURCE
+from transforms.intermediate.inventory_counts import counts_observed, place
 from transforms.staging.stg_kube__node_capacity import stg_kube__node_capacity
 
 STEP = 60
@@ -195,7 +196,7 @@ def test_kube_fills_the_hours_dcgm_is_silent_and_dcgm_wins_where_it_reports() ->
     dcgm = pl.DataFrame(
         [(cluster, host, 0, "GPU-x", "m", None, None, T0 + timedelta(hours=3), 30, "dcgm")], schema=SCHEMA, orient="row"
     )
-    kube = kube_observed(declared, dcgm, capacity, T0, end, config.rates.mig_weight, SCHEMA)
+    kube = counts_observed(declared, dcgm, capacity, T0, end, config.rates.mig_weight, SCHEMA, KUBE_SOURCE)
     assert kube["hour"].max() == T0 + timedelta(hours=2) and (kube["source"] == "kube").all()
     assert kube.height == 3 * 7 * n
     observed = pl.concat([dcgm, kube])

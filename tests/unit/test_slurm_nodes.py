@@ -73,8 +73,8 @@ def test_bad_lines_are_quarantined_with_file_and_line() -> None:
     rows, rejects = _parse(text)
     assert rows["line_no"].to_list() == [1, 5]
     assert rejects.select("location", "reason", "source").rows() == [
-        ("nodes.txt:2", "no NodeName= field", "scontrol_node"),
-        ("nodes.txt:3", "GPU GRES 'gpu:h200:x' is not gpu[:type]:count", "scontrol_node"),
+        ("nodes.txt:2", "no NodeName= field", "slurm_nodes"),
+        ("nodes.txt:3", "GPU GRES 'gpu:h200:x' is not gpu[:type]:count", "slurm_nodes"),
     ]
     assert rejects["n_rows"].to_list() == [1, 1]
 

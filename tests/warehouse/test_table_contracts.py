@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 from contracts.schemas import QUARANTINE_SCHEMA, RAW_SACCT_SCHEMA, RAW_SAMPLE_SCHEMA
+from contracts.slurm_nodes import SLURM_NODE_SCHEMA
 from sources.kube.landing import RAW_KUBE_QUEUE_SCHEMA, RAW_KUBE_SERIES_SCHEMA
 from sources.kube.node_runs import RAW_KUBE_NODE_RUNS_SCHEMA
 from transforms.intermediate import int_gpu_inventory_observed, int_gpu_minutes_attributed
@@ -47,8 +48,10 @@ from transforms.staging import (
     stg_kube__pods,
     stg_slurm__downtime,
     stg_slurm__jobs,
+    stg_slurm__node_capacity,
 )
 from warehouse import connect
+from warehouse.deliveries import DELIVERY_SCHEMA
 
 SQL_TYPES = {
     pl.String(): "VARCHAR",
@@ -78,6 +81,7 @@ class Contract:
 
 
 CONTRACTS = (
+    Contract("meta.deliveries", DELIVERY_SCHEMA),
     Contract("raw.dcgm_samples", RAW_SAMPLE_SCHEMA),
     Contract("raw.slurm_sacct", RAW_SACCT_SCHEMA),
     Contract("raw.quarantine", QUARANTINE_SCHEMA),
@@ -95,6 +99,8 @@ CONTRACTS = (
     Contract("staging.stg_dcgm__gpu_hour_sums", stg_dcgm__gpu_hour_sums.SCHEMA, DAY),
     Contract("staging.stg_slurm__jobs", stg_slurm__jobs.SCHEMA, MONTH),
     Contract("staging.stg_slurm__downtime", stg_slurm__downtime.SCHEMA, DAY),
+    Contract("raw.slurm_node_snapshots", SLURM_NODE_SCHEMA, DAY),
+    Contract("staging.stg_slurm__node_capacity", stg_slurm__node_capacity.SCHEMA, DAY),
     Contract("staging.stg_kube__pods", stg_kube__pods.SCHEMA, MONTH),
     Contract("staging.stg_kube__jobs", stg_kube__jobs.SCHEMA, MONTH),
     Contract("intermediate.int_gpu_inventory_observed", int_gpu_inventory_observed.SCHEMA, MONTH),

@@ -36,7 +36,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "gpu_i_profile": pl.String(),
     "hour": pl.Datetime("us"),
     "n_samples": pl.Int64(),  # DCGM samples of the instance in the hour (null: a kube row)
-    "source": pl.String(),  # who observed it: "dcgm", or "kube" (a node's advertised counts: inventory_kube.py)
+    "source": pl.String(),  # "dcgm", "kube" or "slurm" (a node's GPU counts placed on cards: inventory_counts.py)
 }
 
 DIFFERENCE_SCHEMA: dict[str, pl.DataType] = {
@@ -193,6 +193,11 @@ def inventory_differences(declared: pl.DataFrame, observed: pl.DataFrame) -> pl.
     )
 
 
+# How a card was observed, by ``source`` (DCGM's rows: "reported samples" / "ran").
+_SEEN = {"kube": "was advertised by its Kubernetes node", "slurm": "is in its Slurm node's GRES (scontrol)"}
+_RAN = {"kube": "was advertised", "slurm": "is in the Slurm node's GRES"}
+
+
 def difference_advice(row: dict) -> str:
     """A plain-language line on what to change in the config for one ``inventory_differences`` row."""
     where = f"{row['cluster']} {row['hostname']} GPU {row['gpu']}"
@@ -201,11 +206,11 @@ def difference_advice(row: dict) -> str:
             f"{where} reported model {row['observed']!r} but its node group declares model_name "
             f"{row['declared']!r}: correct model_name and gpu_model there (the price follows gpu_model)."
         )
-    kube = row.get("observed_by") == "kube"
+    by = row.get("observed_by")
     if row["declared"] == NOT_DECLARED:
-        seen = "was advertised by its Kubernetes node" if kube else "reported samples"
+        seen = _SEEN.get(by, "reported samples")
         return f"{where} {seen} but is not in [[clusters.inventory.node_groups]]: add it to a node group."
-    ran = "was advertised" if kube else "ran"
+    ran = _RAN.get(by, "ran")
     if row["observed"] == WHOLE:
         return f"{where} {ran} whole but is declared as MIG {row['declared']}: remove its mig_layout."
     return (

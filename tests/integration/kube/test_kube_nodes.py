@@ -18,7 +18,7 @@ from sources.kube.landing import Landing
 from tests.integration.kube.cases import STEP, T0, T1
 from tests.integration.kube.reading import land_days
 from transforms.intermediate.int_gpu_inventory_observed import SCHEMA, hourly_inventory, inventory_differences
-from transforms.intermediate.inventory_kube import kube_observed
+from transforms.intermediate.inventory_counts import KUBE, counts_observed
 from transforms.staging.stg_kube__node_capacity import stg_kube__node_capacity
 from transforms.staging.stg_kube__node_downtime import stg_kube__node_downtime
 
@@ -70,7 +70,7 @@ def test_kube_capacity_stands_for_the_cards_dcgm_does_not_report(sim: Simulation
     )
     no_dcgm = pl.DataFrame(schema=SCHEMA)
     weight = config.rates.mig_weight
-    observed = kube_observed(declared, no_dcgm, capacity, T0, T1, weight, SCHEMA)
+    observed = counts_observed(declared, no_dcgm, capacity, T0, T1, weight, SCHEMA, KUBE)
     hourly = hourly_inventory(declared, observed, T0, T1, weight)
     mig = hourly.filter(pl.col("hostname") == MIG_HOST)
     assert mig["gpu_i_profile"].is_not_null().all()

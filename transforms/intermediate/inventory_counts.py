@@ -1,14 +1,16 @@
-"""The cards kube-state-metrics capacity stands for, in the hours DCGM did not report the node.
+"""The cards a node's GPU counts stand for, in the hours DCGM did not report the node.
 
-DCGM names cards (host, GPU index, MIG instance); a Kubernetes node only advertises counts
-(``staging.stg_kube__node_capacity``: whole GPUs and MIG instances per profile). Priority, per
-cluster, host and hour:
+DCGM names cards (host, GPU index, MIG instance); a Kubernetes node (``staging.stg_kube__node_capacity``,
+kube-state-metrics) or a Slurm node's GRES (``staging.stg_slurm__node_capacity``, scontrol) only
+give counts: whole GPUs and MIG instances per profile. Priority, per cluster, host and hour:
 
 1. DCGM reported any card of the host in the hour: DCGM's rows alone, card by card (the rules of
    ``int_gpu_inventory_observed``); the node's counts add nothing that hour (counts cannot say
    which card a silent one is, and a card DCGM reported is never counted again).
-2. Otherwise, where the node advertised GPUs: its counts are placed on cards (``place``) and
-   these rows are the observation of the hour (``source`` = ``kube``), judged by the same rules.
+2. Otherwise, where the Kubernetes node advertised GPUs: its counts are placed on cards
+   (``place``) and these rows are the observation of the hour (``source`` = ``kube``), judged by
+   the same rules.
+3. Otherwise, where the Slurm node's GRES counts GPUs: the same, with ``source`` = ``slurm``.
 
 ``place``: the host's declared cards, in GPU order, keep their declared layout while the counts
 still hold it (a node advertising what the config declares gives the config's cards exactly);
@@ -30,7 +32,7 @@ from datetime import datetime
 
 import polars as pl
 
-KUBE, DCGM = "kube", "dcgm"
+KUBE, SLURM, DCGM = "kube", "slurm", "dcgm"
 Layout = tuple[tuple[str | None, int], ...]  # (profile or None for whole, count), sorted
 Card = list[tuple[int | None, str | None]]  # (gpu_i_id, profile) of one card; [(None, None)]: whole
 
@@ -105,20 +107,22 @@ def _declared_cards(declared: pl.DataFrame) -> dict[tuple[str, str], dict[int, C
     return out
 
 
-def kube_observed(
+def counts_observed(
     declared: pl.DataFrame,
-    dcgm: pl.DataFrame,
+    seen: pl.DataFrame,
     capacity: pl.DataFrame,
     start: datetime,
     end: datetime,
     weight: Callable[[str], float],
     schema: dict[str, pl.DataType],
+    source: str,
 ) -> pl.DataFrame:
-    """Rows in ``schema`` (int_gpu_inventory_observed's; ``source`` = ``kube``, no uuid, model or
-    sample count) for the host-hours of ``[start, end)`` the node advertised GPUs and DCGM was silent."""
+    """Rows in ``schema`` (int_gpu_inventory_observed's; ``source`` as given, no uuid, model or
+    sample count) for the host-hours of ``[start, end)`` the node's counts (``capacity``, in
+    stg_kube__node_capacity's columns) name GPUs and ``seen`` (the rows of the sources before it) has none."""
     hours = capacity.filter(pl.col("hour").is_between(start, end, closed="left"))
     hours = hours.join(
-        dcgm.select("cluster", "hostname", "hour").unique(), on=["cluster", "hostname", "hour"], how="anti"
+        seen.select("cluster", "hostname", "hour").unique(), on=["cluster", "hostname", "hour"], how="anti"
     )
     if hours.is_empty():
         return pl.DataFrame(schema=schema)
@@ -147,7 +151,7 @@ def kube_observed(
         orient="row",
     )
     return (
-        frame.with_columns(source=pl.lit(KUBE))
+        frame.with_columns(source=pl.lit(source))
         .with_columns(pl.lit(None).alias(name) for name in schema if name not in frame.columns and name != "source")
         .select(list(schema))
         .cast(schema)
