@@ -1,0 +1,218 @@
+"""The month at a glance: a row of the few figures a manager acts on, each with its change
+against the previous month, above every table. The review's are the site's (all clusters
+together); a department page's are the department's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import polars as pl
+
+from contracts.capacity_states import PLATFORM_STATES
+from reports.change import Better, Change, Kind, change
+from reports.data import ReviewInputs, previous_month
+from reports.html import Section, fmt_int, fmt_minutes, fmt_pct
+from reports.pricing import priced_sum
+
+HOURS = ("capacity_gpu_hours", "allocated_gpu_hours", "active_gpu_hours", "idle_gpu_hours")
+DEPARTMENT_HOURS = ("gpu_hours", "measured_gpu_hours", "active_gpu_hours", "idle_gpu_hours")
+
+
+@dataclass(frozen=True)
+class KeyFigure:
+    """One tile: what (with its unit), the value, one line of context and the change."""
+
+    label: str
+    value: str
+    detail: str
+    change: Change
+
+
+def _ratio(num: Any, den: Any) -> float | None:
+    return num / den if num is not None and den else None
+
+
+def _sums(frame: pl.DataFrame, month: date, columns: tuple[str, ...]) -> dict[str, Any] | None:
+    """``columns`` summed over the month's rows; None when the month has no rows."""
+    rows = frame.filter(pl.col("month") == month)
+    return None if rows.is_empty() else rows.select(pl.col(c).sum() for c in columns).row(0, named=True)
+
+
+def _single(frame: pl.DataFrame, month: date, column: str) -> Any:
+    """The month's value of a per-cluster figure that does not add up (a median): only with
+    one row, else None."""
+    rows = frame.filter(pl.col("month") == month)
+    return rows[column][0] if rows.height == 1 else None
+
+
+def figure(label: str, value: str, detail: str, pair: tuple[Any, Any], kind: Kind, better: Better) -> KeyFigure:
+    now, before = pair
+    return KeyFigure(label, value, detail, change(now, before, kind, better, fmt_int))
+
+
+def month_totals(inputs: ReviewInputs, month: date) -> dict[str, Any] | None:
+    """The site's figures of ``month`` (None: no cluster rows that month)."""
+    totals = _sums(inputs.clusters, month, HOURS)
+    if totals is None:
+        return None
+    costs = _sums(inputs.models, month, ("workload_idle_cost",)) or {"workload_idle_cost": None}
+    flags = _sums(inputs.flag_months, month, ("flagged_job_count", "wasted_gpu_hours"))
+    states = _sums(inputs.states, month, ("capacity_gpu_hours", *(f"{s}_gpu_hours" for s in PLATFORM_STATES)))
+    down = None if states is None else sum(states[f"{s}_gpu_hours"] or 0.0 for s in PLATFORM_STATES)
+    return (
+        totals
+        | costs
+        | {
+            "utilization": _ratio(totals["active_gpu_hours"], totals["allocated_gpu_hours"]),
+            "allocated_share": _ratio(totals["allocated_gpu_hours"], totals["capacity_gpu_hours"]),
+            "flagged": (flags or {}).get("flagged_job_count", 0),
+            "wasted": (flags or {}).get("wasted_gpu_hours", 0.0),
+            "down": down,
+            "availability": None
+            if states is None
+            else _ratio(states["capacity_gpu_hours"] - down, states["capacity_gpu_hours"]),
+            "queue_p50": _single(inputs.clusters, month, "queue_seconds_p50"),
+            "queue_p95": _single(inputs.clusters, month, "queue_seconds_p95"),
+        }
+    )
+
+
+def _pairs(now: dict[str, Any], before: dict[str, Any] | None):
+    """key -> (this month's value, the previous month's or None)."""
+    return lambda key: (now[key], None if before is None else before[key])
+
+
+def fmt_wait(seconds: Any) -> str:
+    """A queue wait for a reader: minutes up to two hours, hours above."""
+    if seconds is None:
+        return "n/a"
+    return f"{seconds / 3600:,.1f} h" if abs(seconds) >= 7200 else f"{fmt_minutes(seconds)} min"
+
+
+def _queue(pair: tuple[Any, Any], p50: Any) -> KeyFigure:
+    """The p95 wait: the median is often 0 (most jobs start at once), the tail is what users feel."""
+    return figure("Queue wait, p95", fmt_wait(pair[0]), f"median {fmt_wait(p50)}", pair, "minutes", "down")
+
+
+def review_figures(inputs: ReviewInputs) -> list[KeyFigure]:
+    """The site's tiles for the reviewed month (empty: no cluster rows)."""
+    now = month_totals(inputs, inputs.month)
+    if now is None:
+        return []
+    pair = _pairs(now, month_totals(inputs, previous_month(inputs.month)))
+    currency = inputs.settings.currency or "currency"
+    tiles = [
+        figure(
+            "GPU-hours allocated",
+            fmt_int(now["allocated_gpu_hours"]),
+            f"{fmt_pct(now['allocated_share'])} of {fmt_int(now['capacity_gpu_hours'])} GPU-hours capacity",
+            pair("allocated_gpu_hours"),
+            "amount",
+            "up",
+        ),
+        figure(
+            "Utilization (% of allocated)",
+            fmt_pct(now["utilization"]),
+            f"{fmt_int(now['active_gpu_hours'])} GPU-hours active",
+            pair("utilization"),
+            "points",
+            "up",
+        ),
+        figure(
+            f"Idle cost ({currency})",
+            fmt_int(now["workload_idle_cost"]),
+            f"{fmt_int(now['idle_gpu_hours'])} GPU-hours allocated, not active",
+            pair("workload_idle_cost"),
+            "amount",
+            "down",
+        ),
+        figure(
+            "Flagged jobs",
+            fmt_int(now["flagged"]),
+            f"wasting {fmt_int(now['wasted'])} GPU-hours",
+            pair("flagged"),
+            "amount",
+            "down",
+        ),
+    ]
+    if now["availability"] is not None:
+        down = f"{fmt_int(now['down'])} GPU-hours down or in maintenance"
+        tiles.append(figure("Availability", fmt_pct(now["availability"]), down, pair("availability"), "points", "up"))
+    if now["queue_p95"] is not None:
+        tiles.append(_queue(pair("queue_p95"), now["queue_p50"]))
+    return tiles
+
+
+def department_totals(mine: ReviewInputs, month: date) -> dict[str, Any] | None:
+    """One department's figures of ``month`` (``mine``: the inputs narrowed to it)."""
+    totals = _sums(mine.departments, month, DEPARTMENT_HOURS)
+    if totals is None:
+        return None
+    flags = _sums(mine.flag_months, month, ("flagged_job_count", "wasted_gpu_hours")) or {}
+    return totals | {
+        "utilization": _ratio(totals["active_gpu_hours"], totals["measured_gpu_hours"]),
+        "flagged": flags.get("flagged_job_count", 0),
+        "wasted": flags.get("wasted_gpu_hours", 0.0),
+        "queue_p50": _single(mine.departments, month, "queue_seconds_p50"),
+        "queue_p95": _single(mine.departments, month, "queue_seconds_p95"),
+    }
+
+
+def department_figures(mine: ReviewInputs) -> list[KeyFigure]:
+    """A department's tiles (``mine``: the inputs narrowed to it; empty: no rows this month)."""
+    now = department_totals(mine, mine.month)
+    if now is None:
+        return []
+    pair = _pairs(now, department_totals(mine, previous_month(mine.month)))
+    currency = mine.settings.currency or "currency"
+    idle_cost = mine.jobs.select(priced_sum("idle_cost")).item()
+    tiles = [
+        figure(
+            "GPU-hours used",
+            fmt_int(now["gpu_hours"]),
+            f"by {fmt_int(mine.jobs.height)} jobs",
+            pair("gpu_hours"),
+            "amount",
+            None,
+        ),
+        figure(
+            "Utilization (% of GPU-hours)",
+            fmt_pct(now["utilization"]),
+            f"{fmt_int(now['active_gpu_hours'])} GPU-hours active",
+            pair("utilization"),
+            "points",
+            "up",
+        ),
+        figure(
+            "Idle GPU-hours",
+            fmt_int(now["idle_gpu_hours"]),
+            f"idle cost {fmt_int(idle_cost)} {currency} this month",
+            pair("idle_gpu_hours"),
+            "amount",
+            "down",
+        ),
+        figure(
+            "Flagged jobs",
+            fmt_int(now["flagged"]),
+            f"wasting {fmt_int(now['wasted'])} GPU-hours",
+            pair("flagged"),
+            "amount",
+            "down",
+        ),
+    ]
+    if now["queue_p95"] is not None:
+        tiles.append(_queue(pair("queue_p95"), now["queue_p50"]))
+    return tiles
+
+
+def key_figures_section(tiles: list[KeyFigure], month: date) -> Section | None:
+    if not tiles:
+        return None
+    values = {"figures": tiles, "previous": f"{previous_month(month):%Y-%m}"}
+    return Section("key-figures", f"{month:%B %Y} at a glance", "sections/key_figures.html", values, "compact")
+
+
+def review_key_figures_section(inputs: ReviewInputs) -> Section | None:
+    return key_figures_section(review_figures(inputs), inputs.month)
