@@ -14,9 +14,10 @@ from reports import figures
 from reports.data import ReviewInputs
 from reports.html import Column, Section, figure_html, fmt_float, fmt_pct, render_page, table
 from reports.paths import DEPARTMENT_DEPTH, REVIEW_FILE, department_file_name
+from reports.sections.department_figures import department_figures
 from reports.sections.departments import QUOTA_COLUMNS, department_columns, department_rows, quota_frame
 from reports.sections.flags import flagged_jobs_values, user_table
-from reports.sections.key_figures import department_figures, key_figures_section
+from reports.sections.key_figures import key_figures_section
 from reports.sections.overview import how_to_read_section, top_idle_jobs_values, utilization_values
 from reports.time_figures import monthly_hours_figure
 

@@ -1,6 +1,6 @@
 """The month at a glance: a row of the few figures a manager acts on, each with its change
 against the previous month, above every table. The review's are the site's (all clusters
-together); a department page's are the department's."""
+together); a department page's are the department's (``reports.sections.department_figures``)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,8 @@ from contracts.capacity_states import PLATFORM_STATES
 from reports.change import Better, Change, Kind, change
 from reports.data import ReviewInputs, previous_month
 from reports.html import Section, fmt_int, fmt_minutes, fmt_pct
-from reports.pricing import priced_sum
 
 HOURS = ("capacity_gpu_hours", "allocated_gpu_hours", "active_gpu_hours", "idle_gpu_hours")
-DEPARTMENT_HOURS = ("gpu_hours", "measured_gpu_hours", "active_gpu_hours", "idle_gpu_hours")
 
 
 @dataclass(frozen=True)
@@ -30,17 +28,17 @@ class KeyFigure:
     change: Change
 
 
-def _ratio(num: Any, den: Any) -> float | None:
+def ratio(num: Any, den: Any) -> float | None:
     return num / den if num is not None and den else None
 
 
-def _sums(frame: pl.DataFrame, month: date, columns: tuple[str, ...]) -> dict[str, Any] | None:
+def sums(frame: pl.DataFrame, month: date, columns: tuple[str, ...]) -> dict[str, Any] | None:
     """``columns`` summed over the month's rows; None when the month has no rows."""
     rows = frame.filter(pl.col("month") == month)
     return None if rows.is_empty() else rows.select(pl.col(c).sum() for c in columns).row(0, named=True)
 
 
-def _single(frame: pl.DataFrame, month: date, column: str) -> Any:
+def single(frame: pl.DataFrame, month: date, column: str) -> Any:
     """The month's value of a per-cluster figure that does not add up (a median): only with
     one row, else None."""
     rows = frame.filter(pl.col("month") == month)
@@ -54,32 +52,32 @@ def figure(label: str, value: str, detail: str, pair: tuple[Any, Any], kind: Kin
 
 def month_totals(inputs: ReviewInputs, month: date) -> dict[str, Any] | None:
     """The site's figures of ``month`` (None: no cluster rows that month)."""
-    totals = _sums(inputs.clusters, month, HOURS)
+    totals = sums(inputs.clusters, month, HOURS)
     if totals is None:
         return None
-    costs = _sums(inputs.models, month, ("workload_idle_cost",)) or {"workload_idle_cost": None}
-    flags = _sums(inputs.flag_months, month, ("flagged_job_count", "wasted_gpu_hours"))
-    states = _sums(inputs.states, month, ("capacity_gpu_hours", *(f"{s}_gpu_hours" for s in PLATFORM_STATES)))
+    costs = sums(inputs.models, month, ("workload_idle_cost",)) or {"workload_idle_cost": None}
+    flags = sums(inputs.flag_months, month, ("flagged_job_count", "wasted_gpu_hours"))
+    states = sums(inputs.states, month, ("capacity_gpu_hours", *(f"{s}_gpu_hours" for s in PLATFORM_STATES)))
     down = None if states is None else sum(states[f"{s}_gpu_hours"] or 0.0 for s in PLATFORM_STATES)
     return (
         totals
         | costs
         | {
-            "utilization": _ratio(totals["active_gpu_hours"], totals["allocated_gpu_hours"]),
-            "allocated_share": _ratio(totals["allocated_gpu_hours"], totals["capacity_gpu_hours"]),
+            "utilization": ratio(totals["active_gpu_hours"], totals["allocated_gpu_hours"]),
+            "allocated_share": ratio(totals["allocated_gpu_hours"], totals["capacity_gpu_hours"]),
             "flagged": (flags or {}).get("flagged_job_count", 0),
             "wasted": (flags or {}).get("wasted_gpu_hours", 0.0),
             "down": down,
             "availability": None
             if states is None
-            else _ratio(states["capacity_gpu_hours"] - down, states["capacity_gpu_hours"]),
-            "queue_p50": _single(inputs.clusters, month, "queue_seconds_p50"),
-            "queue_p95": _single(inputs.clusters, month, "queue_seconds_p95"),
+            else ratio(states["capacity_gpu_hours"] - down, states["capacity_gpu_hours"]),
+            "queue_p50": single(inputs.clusters, month, "queue_seconds_p50"),
+            "queue_p95": single(inputs.clusters, month, "queue_seconds_p95"),
         }
     )
 
 
-def _pairs(now: dict[str, Any], before: dict[str, Any] | None):
+def pairs(now: dict[str, Any], before: dict[str, Any] | None):
     """key -> (this month's value, the previous month's or None)."""
     return lambda key: (now[key], None if before is None else before[key])
 
@@ -91,7 +89,7 @@ def fmt_wait(seconds: Any) -> str:
     return f"{seconds / 3600:,.1f} h" if abs(seconds) >= 7200 else f"{fmt_minutes(seconds)} min"
 
 
-def _queue(pair: tuple[Any, Any], p50: Any) -> KeyFigure:
+def queue_figure(pair: tuple[Any, Any], p50: Any) -> KeyFigure:
     """The p95 wait: the median is often 0 (most jobs start at once), the tail is what users feel."""
     return figure("Queue wait, p95", fmt_wait(pair[0]), f"median {fmt_wait(p50)}", pair, "minutes", "down")
 
@@ -101,7 +99,7 @@ def review_figures(inputs: ReviewInputs) -> list[KeyFigure]:
     now = month_totals(inputs, inputs.month)
     if now is None:
         return []
-    pair = _pairs(now, month_totals(inputs, previous_month(inputs.month)))
+    pair = pairs(now, month_totals(inputs, previous_month(inputs.month)))
     currency = inputs.settings.currency or "currency"
     tiles = [
         figure(
@@ -141,69 +139,7 @@ def review_figures(inputs: ReviewInputs) -> list[KeyFigure]:
         down = f"{fmt_int(now['down'])} GPU-hours down or in maintenance"
         tiles.append(figure("Availability", fmt_pct(now["availability"]), down, pair("availability"), "points", "up"))
     if now["queue_p95"] is not None:
-        tiles.append(_queue(pair("queue_p95"), now["queue_p50"]))
-    return tiles
-
-
-def department_totals(mine: ReviewInputs, month: date) -> dict[str, Any] | None:
-    """One department's figures of ``month`` (``mine``: the inputs narrowed to it)."""
-    totals = _sums(mine.departments, month, DEPARTMENT_HOURS)
-    if totals is None:
-        return None
-    flags = _sums(mine.flag_months, month, ("flagged_job_count", "wasted_gpu_hours")) or {}
-    return totals | {
-        "utilization": _ratio(totals["active_gpu_hours"], totals["measured_gpu_hours"]),
-        "flagged": flags.get("flagged_job_count", 0),
-        "wasted": flags.get("wasted_gpu_hours", 0.0),
-        "queue_p50": _single(mine.departments, month, "queue_seconds_p50"),
-        "queue_p95": _single(mine.departments, month, "queue_seconds_p95"),
-    }
-
-
-def department_figures(mine: ReviewInputs) -> list[KeyFigure]:
-    """A department's tiles (``mine``: the inputs narrowed to it; empty: no rows this month)."""
-    now = department_totals(mine, mine.month)
-    if now is None:
-        return []
-    pair = _pairs(now, department_totals(mine, previous_month(mine.month)))
-    currency = mine.settings.currency or "currency"
-    idle_cost = mine.jobs.select(priced_sum("idle_cost")).item()
-    tiles = [
-        figure(
-            "GPU-hours used",
-            fmt_int(now["gpu_hours"]),
-            f"by {fmt_int(mine.jobs.height)} jobs",
-            pair("gpu_hours"),
-            "amount",
-            None,
-        ),
-        figure(
-            "Utilization (% of GPU-hours)",
-            fmt_pct(now["utilization"]),
-            f"{fmt_int(now['active_gpu_hours'])} GPU-hours active",
-            pair("utilization"),
-            "points",
-            "up",
-        ),
-        figure(
-            "Idle GPU-hours",
-            fmt_int(now["idle_gpu_hours"]),
-            f"idle cost {fmt_int(idle_cost)} {currency} this month",
-            pair("idle_gpu_hours"),
-            "amount",
-            "down",
-        ),
-        figure(
-            "Flagged jobs",
-            fmt_int(now["flagged"]),
-            f"wasting {fmt_int(now['wasted'])} GPU-hours",
-            pair("flagged"),
-            "amount",
-            "down",
-        ),
-    ]
-    if now["queue_p95"] is not None:
-        tiles.append(_queue(pair("queue_p95"), now["queue_p50"]))
+        tiles.append(queue_figure(pair("queue_p95"), now["queue_p50"]))
     return tiles
 
 

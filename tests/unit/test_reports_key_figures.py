@@ -14,7 +14,8 @@ from reports.change import DOWN, FLAT, NO_PREVIOUS, UP, Change, change
 from reports.data import ReviewInputs
 from reports.department_page import narrow, render_department_page
 from reports.fmt import fmt_int
-from reports.sections.key_figures import department_figures, review_figures
+from reports.sections.department_figures import department_figures
+from reports.sections.key_figures import review_figures
 from tests.unit.reports_frames import cluster_row, department_row, runs_and_model_hours, section_ids, user_row
 
 MONTH, PREVIOUS, EARLIER = date(2025, 3, 1), date(2025, 2, 1), date(2025, 1, 1)
