@@ -9,7 +9,7 @@ from typing import Any
 from reports.data import ReviewInputs, previous_month
 from reports.html import fmt_int, fmt_pct
 from reports.pricing import priced_sum
-from reports.sections.key_figures import KeyFigure, figure, pairs, queue_figure, ratio, single, sums
+from reports.sections.key_figures import KeyFigure, figure, flagged_figure, pairs, queue_figure, ratio, single, sums
 
 DEPARTMENT_HOURS = ("gpu_hours", "measured_gpu_hours", "active_gpu_hours", "idle_gpu_hours")
 
@@ -19,11 +19,11 @@ def department_totals(mine: ReviewInputs, month: date) -> dict[str, Any] | None:
     totals = sums(mine.departments, month, DEPARTMENT_HOURS)
     if totals is None:
         return None
-    flags = sums(mine.flag_months, month, ("flagged_job_count", "wasted_gpu_hours")) or {}
+    flags = sums(mine.flag_months, month, ("flagged_job_count", "wasted_gpu_hours")) or {}  # {}: no user rows
     return totals | {
         "utilization": ratio(totals["active_gpu_hours"], totals["measured_gpu_hours"]),
-        "flagged": flags.get("flagged_job_count", 0),
-        "wasted": flags.get("wasted_gpu_hours", 0.0),
+        "flagged": flags.get("flagged_job_count"),
+        "wasted": flags.get("wasted_gpu_hours"),
         "queue_p50": single(mine.departments, month, "queue_seconds_p50"),
         "queue_p95": single(mine.departments, month, "queue_seconds_p95"),
     }
@@ -62,15 +62,9 @@ def department_figures(mine: ReviewInputs) -> list[KeyFigure]:
             "amount",
             "down",
         ),
-        figure(
-            "Flagged jobs",
-            fmt_int(now["flagged"]),
-            f"wasting {fmt_int(now['wasted'])} GPU-hours",
-            pair("flagged"),
-            "amount",
-            "down",
-        ),
     ]
+    if now["flagged"] is not None:
+        tiles.append(flagged_figure(now, pair("flagged")))
     if now["queue_p95"] is not None:
         tiles.append(queue_figure(pair("queue_p95"), now["queue_p50"]))
     return tiles

@@ -65,8 +65,8 @@ def month_totals(inputs: ReviewInputs, month: date) -> dict[str, Any] | None:
         | {
             "utilization": ratio(totals["active_gpu_hours"], totals["allocated_gpu_hours"]),
             "allocated_share": ratio(totals["allocated_gpu_hours"], totals["capacity_gpu_hours"]),
-            "flagged": (flags or {}).get("flagged_job_count", 0),
-            "wasted": (flags or {}).get("wasted_gpu_hours", 0.0),
+            "flagged": (flags or {}).get("flagged_job_count"),  # None: no user rows that month
+            "wasted": (flags or {}).get("wasted_gpu_hours"),
             "down": down,
             "availability": None
             if states is None
@@ -92,6 +92,13 @@ def fmt_wait(seconds: Any) -> str:
 def queue_figure(pair: tuple[Any, Any], p50: Any) -> KeyFigure:
     """The p95 wait: the median is often 0 (most jobs start at once), the tail is what users feel."""
     return figure("Queue wait, p95", fmt_wait(pair[0]), f"median {fmt_wait(p50)}", pair, "minutes", "down")
+
+
+def flagged_figure(now: dict[str, Any], pair: tuple[Any, Any]) -> KeyFigure:
+    """Runs with a flag (each once) and the GPU-hours they waste; a month whose users mart has
+    rows but no flag had 0, a month without rows is no month to compare with."""
+    wasted = f"wasting {fmt_int(now['wasted'])} GPU-hours"
+    return figure("Flagged jobs", fmt_int(now["flagged"]), wasted, pair, "amount", "down")
 
 
 def review_figures(inputs: ReviewInputs) -> list[KeyFigure]:
@@ -126,15 +133,9 @@ def review_figures(inputs: ReviewInputs) -> list[KeyFigure]:
             "amount",
             "down",
         ),
-        figure(
-            "Flagged jobs",
-            fmt_int(now["flagged"]),
-            f"wasting {fmt_int(now['wasted'])} GPU-hours",
-            pair("flagged"),
-            "amount",
-            "down",
-        ),
     ]
+    if now["flagged"] is not None:
+        tiles.append(flagged_figure(now, pair("flagged")))
     if now["availability"] is not None:
         down = f"{fmt_int(now['down'])} GPU-hours down or in maintenance"
         tiles.append(figure("Availability", fmt_pct(now["availability"]), down, pair("availability"), "points", "up"))

@@ -73,9 +73,10 @@ def models(*rows: tuple) -> dict[str, pl.DataFrame]:
     return runs_and_model_hours(pl.DataFrame(list(rows), schema=names, orient="row"))
 
 
-def site(*, previous: bool = True, flags_before: bool = True, second_cluster: bool = False) -> ReviewInputs:
+def site(*, previous: bool = True, flags_before: int | None = 10, second_cluster: bool = False) -> ReviewInputs:
     """alpha: 1,000 GPU-hours of capacity, 600 allocated, 300 active this month (800, 400, 240 the
-    month before); 300 idle GPU-hours at 2 EUR (160 before)."""
+    month before); 300 idle GPU-hours at 2 EUR (160 before). ``flags_before``: flagged runs of the
+    month before (None: the users mart has no rows that month)."""
     clusters = [cluster_row("alpha", MONTH, 1000.0, 600.0, 300.0, p50=60.0, p95=9000.0)]
     flag_months = [dict(cluster="alpha", month=MONTH, department="physics", flagged_job_count=7, wasted_gpu_hours=90.0)]
     states = [states_row("alpha", MONTH, 1000.0, 40.0, 10.0)]
@@ -84,12 +85,9 @@ def site(*, previous: bool = True, flags_before: bool = True, second_cluster: bo
         clusters.append(cluster_row("alpha", PREVIOUS, 800.0, 400.0, 240.0, p50=60.0, p95=3600.0))
         states.append(states_row("alpha", PREVIOUS, 800.0, 0.0))
         model_rows.append((PREVIOUS, "alpha", "H100", 800.0, 400.0, 400.0, 160.0))
-        if flags_before:
-            flag_months.append(
-                dict(
-                    cluster="alpha", month=PREVIOUS, department="physics", flagged_job_count=10, wasted_gpu_hours=150.0
-                )
-            )
+        if flags_before is not None:
+            before = dict(flagged_job_count=flags_before, wasted_gpu_hours=15.0 * flags_before)
+            flag_months.append(dict(cluster="alpha", month=PREVIOUS, department="physics") | before)
     if second_cluster:
         clusters.append(cluster_row("beta", MONTH, 500.0, 100.0, 100.0))
     departments = [department_row("alpha", "physics", 600.0, 300.0, p50=60.0, p95=9000.0)]
@@ -132,8 +130,9 @@ def test_without_a_previous_month_every_tile_says_so() -> None:
     assert {text for _, _, text in shown.values()} == {NO_PREVIOUS}
 
 
-def test_a_previous_month_without_flags_had_none() -> None:
-    assert tiles(site(flags_before=False))["Flagged jobs"][2] == "+7 (from 0)"
+def test_a_previous_month_without_flags_had_none_one_without_rows_is_unknown() -> None:
+    assert tiles(site(flags_before=0))["Flagged jobs"][2] == "+7 (from 0)"
+    assert tiles(site(flags_before=None))["Flagged jobs"][2] == NO_PREVIOUS
 
 
 def test_clusters_add_up_and_a_median_of_several_is_not_shown() -> None:
@@ -151,7 +150,7 @@ def test_availability_only_with_a_capacity_split() -> None:
 def test_without_flag_months_the_month_comes_from_the_users_mart() -> None:
     users = pl.DataFrame([user_row("ann", "physics", 10.0, 4.5, flagged=3), user_row("bob", "chem", 10.0, 1.0)])
     inputs = build_inputs(MONTH, "test", clusters=site().clusters, users=users, settings=SETTINGS)
-    assert tiles(inputs)["Flagged jobs"] == ("4", "wasting 6 GPU-hours", "+4 (from 0)")
+    assert tiles(inputs)["Flagged jobs"] == ("4", "wasting 6 GPU-hours", NO_PREVIOUS)
 
 
 def test_no_cluster_rows_no_tiles() -> None:
