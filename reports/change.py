@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 NO_PREVIOUS = "no previous month"
 UP, DOWN, FLAT = "▲", "▼", "▬"
+FLAT_SHARE = 0.005  # an amount within 0.5% of the previous month's is about the same
 Better = Literal["up", "down", None]  # which direction is good news; None: neither
 Kind = Literal["amount", "points", "minutes"]
 
@@ -43,7 +44,8 @@ def _amount(change: float, before: float, fmt: Callable[[Any], str]) -> str:
 def change(now: Any, before: Any, kind: Kind, better: Better, fmt: Callable[[Any], str] = str) -> Change:
     """``now`` against ``before`` (None: no previous month). ``kind``: "amount" (the difference
     in ``fmt`` and relative to ``before``), "points" (two 0-1 ratios, in percentage points),
-    "minutes" (two durations in seconds; in hours from two hours on). A change that rounds to nothing is flat."""
+    "minutes" (two durations in seconds; in hours from two hours on). A change that rounds to
+    nothing, or an amount within ``FLAT_SHARE`` of the previous one, is flat (neither better nor worse)."""
     if _missing(before):
         return Change(NO_PREVIOUS)
     if _missing(now):
@@ -57,8 +59,10 @@ def change(now: Any, before: Any, kind: Kind, better: Better, fmt: Callable[[Any
         diff = diff / 60
     else:
         text = _amount(diff, before, fmt)
-    if round(diff, 1) == 0:
-        return Change(text.replace("-", "+", 1) if text.startswith("-") else text, FLAT, "neutral")
+    if round(diff, 1) == 0:  # shown as nothing: never "-0.0"
+        return Change("+" + text[1:] if text.startswith("-") else text, FLAT, "neutral")
+    if kind == "amount" and before and abs(diff) < FLAT_SHARE * abs(before):
+        return Change(text, FLAT, "neutral")
     arrow = UP if diff > 0 else DOWN
     if better is None:
         return Change(text, arrow, "neutral")

@@ -11,12 +11,12 @@ from reports.html import fmt_int, fmt_pct
 from reports.pricing import priced_sum
 from reports.sections.key_figures import KeyFigure, figure, flagged_figure, pairs, queue_figure, ratio, single, sums
 
-DEPARTMENT_HOURS = ("gpu_hours", "measured_gpu_hours", "active_gpu_hours", "idle_gpu_hours")
+DEPARTMENT_SUMS = ("gpu_hours", "measured_gpu_hours", "active_gpu_hours", "idle_gpu_hours", "job_count")
 
 
 def department_totals(mine: ReviewInputs, month: date) -> dict[str, Any] | None:
     """One department's figures of ``month`` (``mine``: the inputs narrowed to it)."""
-    totals = sums(mine.departments, month, DEPARTMENT_HOURS)
+    totals = sums(mine.departments, month, DEPARTMENT_SUMS)
     if totals is None:
         return None
     flags = sums(mine.flag_months, month, ("flagged_job_count", "wasted_gpu_hours")) or {}  # {}: no user rows
@@ -41,15 +41,15 @@ def department_figures(mine: ReviewInputs) -> list[KeyFigure]:
         figure(
             "GPU-hours used",
             fmt_int(now["gpu_hours"]),
-            f"by {fmt_int(mine.jobs.height)} jobs",
+            f"by {fmt_int(now['job_count'])} jobs",
             pair("gpu_hours"),
             "amount",
             None,
         ),
         figure(
-            "Utilization (% of GPU-hours)",
+            "Utilization",
             fmt_pct(now["utilization"]),
-            f"{fmt_int(now['active_gpu_hours'])} GPU-hours active",
+            f"{fmt_int(now['active_gpu_hours'])} of {fmt_int(now['measured_gpu_hours'])} measured GPU-hours active",
             pair("utilization"),
             "points",
             "up",

@@ -118,9 +118,9 @@ def review_figures(inputs: ReviewInputs) -> list[KeyFigure]:
             "up",
         ),
         figure(
-            "Utilization (% of allocated)",
+            "Utilization",
             fmt_pct(now["utilization"]),
-            f"{fmt_int(now['active_gpu_hours'])} GPU-hours active",
+            f"{fmt_int(now['active_gpu_hours'])} of the allocated GPU-hours active",
             pair("utilization"),
             "points",
             "up",

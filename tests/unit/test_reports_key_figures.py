@@ -44,6 +44,11 @@ def test_a_previous_month_at_zero_has_no_percentage() -> None:
     assert change(0.0, 0.0, "amount", "down", fmt_int) == Change("+0", FLAT, "neutral")
 
 
+def test_an_amount_within_half_a_percent_is_about_the_same() -> None:
+    assert change(4518.0, 4526.0, "amount", "down", fmt_int) == Change("-8 (-0.2%)", FLAT, "neutral")
+    assert change(4549.0, 4526.0, "amount", "down", fmt_int) == Change("+23 (+0.5%)", UP, "bad")
+
+
 def test_shares_change_in_points_and_waits_in_minutes_or_hours() -> None:
     assert change(0.5, 0.4, "points", "up") == Change("+10.0 pp", UP, "good")
     assert change(0.40001, 0.4, "points", "up") == Change("+0.0 pp", FLAT, "neutral")
@@ -112,14 +117,14 @@ def tiles(inputs: ReviewInputs) -> dict[str, tuple[str, str, str]]:
 def test_the_review_tiles_with_a_previous_month() -> None:
     assert tiles(site()) == {
         "GPU-hours allocated": ("600", "60.0% of 1,000 GPU-hours capacity", "+200 (+50.0%)"),
-        "Utilization (% of allocated)": ("50.0%", "300 GPU-hours active", "-10.0 pp"),
+        "Utilization": ("50.0%", "300 of the allocated GPU-hours active", "-10.0 pp"),
         "Idle cost (EUR)": ("600", "300 GPU-hours allocated, not active", "+280 (+87.5%)"),
         "Flagged jobs": ("7", "wasting 90 GPU-hours", "-3 (-30.0%)"),
         "Availability": ("95.0%", "50 GPU-hours down or in maintenance", "-5.0 pp"),
         "Queue wait, p95": ("2.5 h", "median 1.0 min", "+90.0 min"),
     }
     tones = {t.label: (t.change.arrow, t.change.tone) for t in review_figures(site())}
-    assert tones["Utilization (% of allocated)"] == (DOWN, "bad")
+    assert tones["Utilization"] == (DOWN, "bad")
     assert tones["Flagged jobs"] == (DOWN, "good")
     assert tones["Idle cost (EUR)"] == (UP, "bad")
 
@@ -165,7 +170,7 @@ def test_a_department_has_its_own_tiles() -> None:
     shown = {t.label: (t.value, t.change.text) for t in department_figures(narrow(site(), "physics"))}
     assert shown == {
         "GPU-hours used": ("600", "+200 (+50.0%)"),
-        "Utilization (% of GPU-hours)": ("50.0%", "+25.0 pp"),
+        "Utilization": ("50.0%", "+25.0 pp"),
         "Idle GPU-hours": ("300", "+0 (+0.0%)"),
         "Flagged jobs": ("7", "-3 (-30.0%)"),
         "Queue wait, p95": ("2.5 h", "+2.3 h"),
