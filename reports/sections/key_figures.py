@@ -4,6 +4,7 @@ together); a department page's are the department's (``reports.sections.departme
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -77,7 +78,7 @@ def month_totals(inputs: ReviewInputs, month: date) -> dict[str, Any] | None:
     )
 
 
-def pairs(now: dict[str, Any], before: dict[str, Any] | None):
+def pairs(now: dict[str, Any], before: dict[str, Any] | None) -> Callable[[str], tuple[Any, Any]]:
     """key -> (this month's value, the previous month's or None)."""
     return lambda key: (now[key], None if before is None else before[key])
 
