@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from contracts import capacity_states
+
 F64, STR, I64 = pl.Float64, pl.String, pl.Int64
 # Each *_SCHEMA below is the subset of one mart's columns the pages read; their names and
 # types are checked against the mart's SCHEMA by tests/unit/test_report_columns.py.
@@ -133,6 +135,24 @@ USER_SCHEMA = {
     "wasted_gpu_hours": F64,
     "is_zero_util_over_threshold": pl.Boolean,
     "is_low_efficiency": pl.Boolean,
+}
+
+# Per cluster and month, summed from mart_user_monthly (12 months: the headline's change): runs
+# with at least one flag and the GPU-hours they waste, per department.
+FLAG_MONTH_SCHEMA = {
+    "cluster": STR,
+    "month": pl.Date,
+    "department": STR,
+    "flagged_job_count": I64,
+    "wasted_gpu_hours": F64,
+}
+# Per cluster and month, summed from fct_gpu_capacity_split: capacity and its GPU-hours in each
+# state of contracts/capacity_states.py (the headline's availability and its change).
+CAPACITY_STATE_SCHEMA = {
+    "cluster": STR,
+    "month": pl.Date,
+    "capacity_gpu_hours": F64,
+    **{f"{state}_gpu_hours": F64 for state in capacity_states.STATES},
 }
 
 

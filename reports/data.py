@@ -17,8 +17,10 @@ from types import MappingProxyType
 import polars as pl
 
 from reports.columns import (
+    CAPACITY_STATE_SCHEMA,
     CLUSTER_SCHEMA,
     DEPARTMENT_SCHEMA,
+    FLAG_MONTH_SCHEMA,
     FLAG_SCHEMA,
     HOURLY_SCHEMA,
     JOB_SCHEMA,
@@ -88,8 +90,9 @@ class ReviewSettings:
 
 @dataclass(frozen=True)
 class ReviewInputs:
-    """Frames of one review. ``clusters``, ``departments`` and ``models`` hold up to 12
-    months (trends, previous month); the other frames hold the reviewed month only."""
+    """Frames of one review. ``clusters``, ``departments``, ``models``, ``flag_months`` and
+    ``states`` hold up to 12 months (trends, previous month); the other frames hold the reviewed
+    month only."""
 
     month: date
     generated_from: str
@@ -101,6 +104,8 @@ class ReviewInputs:
     flags: pl.DataFrame
     users: pl.DataFrame
     settings: ReviewSettings
+    flag_months: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FLAG_MONTH_SCHEMA))
+    states: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CAPACITY_STATE_SCHEMA))
 
     def this_month(self, frame: pl.DataFrame) -> pl.DataFrame:
         return frame.filter(pl.col("month") == self.month)
@@ -129,6 +134,15 @@ def _with_month(frame: pl.DataFrame | None, month: date) -> pl.DataFrame | None:
     return frame.with_columns(pl.lit(month).alias("month"))
 
 
+def _flag_months(flag_months: pl.DataFrame | None, users: pl.DataFrame, month: date) -> pl.DataFrame:
+    """Flagged runs per cluster, month and department; without ``flag_months``, the reviewed
+    month's from the users frame (no earlier months then)."""
+    if flag_months is not None:
+        return conform(flag_months, FLAG_MONTH_SCHEMA, "flag_months")
+    summed = users.group_by("cluster", "department").agg(pl.col("flagged_job_count", "wasted_gpu_hours").sum())
+    return conform(summed.with_columns(month=pl.lit(month)), FLAG_MONTH_SCHEMA, "users")
+
+
 def build_inputs(
     month: date,
     generated_from: str,
@@ -141,10 +155,13 @@ def build_inputs(
     model_hours: pl.DataFrame | None = None,
     flags: pl.DataFrame | None = None,
     users: pl.DataFrame | None = None,
+    flag_months: pl.DataFrame | None = None,
+    states: pl.DataFrame | None = None,
     settings: ReviewSettings | None = None,
 ) -> ReviewInputs:
     """``runs`` and ``model_hours``: 12 months (``RUN_SCHEMA``, ``MODEL_HOUR_SCHEMA``), summed
-    into ``ReviewInputs.models``; jobs, flags, users and models are priced here."""
+    into ``ReviewInputs.models``; jobs, flags, users and models are priced here. ``flag_months``
+    (``FLAG_MONTH_SCHEMA``) and ``states`` (``CAPACITY_STATE_SCHEMA``): 12 months, optional."""
     first = first_trend_month(month)
     settings = settings or ReviewSettings()
     segments = settings.segments
@@ -172,4 +189,6 @@ def build_inputs(
         flags=conform(flags, FLAG_SCHEMA, "flags"),
         users=conform(users, USER_SCHEMA, "users"),
         settings=settings,
+        flag_months=window(_flag_months(flag_months, conform(users, USER_SCHEMA, "users"), month)),
+        states=window(conform(states, CAPACITY_STATE_SCHEMA, "states")),
     )

@@ -14,8 +14,10 @@ from reports import figures
 from reports.data import ReviewInputs
 from reports.html import Column, Section, figure_html, fmt_float, fmt_pct, render_page, table
 from reports.paths import DEPARTMENT_DEPTH, REVIEW_FILE, department_file_name
+from reports.sections.department_figures import department_figures
 from reports.sections.departments import QUOTA_COLUMNS, department_columns, department_rows, quota_frame
 from reports.sections.flags import flagged_jobs_values, user_table
+from reports.sections.key_figures import key_figures_section
 from reports.sections.overview import how_to_read_section, top_idle_jobs_values, utilization_values
 from reports.time_figures import monthly_hours_figure
 
@@ -38,7 +40,9 @@ def narrow(inputs: ReviewInputs, department: str) -> ReviewInputs:
         jobs=inputs.jobs.filter(mine),
         flags=inputs.flags.filter(mine),
         users=inputs.users.filter(mine),
+        flag_months=inputs.flag_months.filter(mine),
         clusters=inputs.clusters.filter(pl.col("cluster").is_in(clusters)),
+        states=inputs.states.filter(pl.col("cluster").is_in(clusters)),
     )
 
 
@@ -94,7 +98,9 @@ def department_sections(mine: ReviewInputs, department: str) -> list[Section]:
     flagged = flagged_jobs_values(mine, mine.flags, FLAGGED_ON_PAGE, with_department=False)
     utilization = utilization_values(mine.jobs, "fig-department-utilization")
     idle = top_idle_jobs_values(mine, mine.jobs)
+    glance = key_figures_section(department_figures(mine), mine.month)
     return [
+        *([glance] if glance is not None else []),
         summary_section(mine),
         department_quota_section(mine, department),
         trend_section(mine),

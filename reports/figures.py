@@ -2,7 +2,9 @@
 
 Every data string placed in a figure goes through ``esc_plotly`` first, because
 plotly.js renders a subset of HTML in tick, legend and hover labels.
-Figures have a fixed width so that the page prints the same as it shows.
+Figures take the width of their box on the page (``.figure`` in page.css: the page's width, at
+most 960 px, so that they also fit a landscape A4 or Letter page) and redraw when the window
+is resized; their height is fixed per figure. Legends sit above the plot, never on the data.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import polars as pl
 
 from reports.html import NA, esc_plotly
 
-FIG_WIDTH = 720
 ACTIVE_COLOR = "#2f6fb3"
 IDLE_COLOR = "#f0a35e"
 CLUSTER_COLORS = ("#2f6fb3", "#d1495b", "#66a182", "#edae49", "#8e6c8a", "#00798c")
@@ -32,7 +33,7 @@ def department_label(department: str | None, cluster: str | None = None) -> str:
 def base_layout(height: int, x_title: str, y_title: str = "") -> dict:
     return dict(
         template="plotly_white",
-        width=FIG_WIDTH,
+        autosize=True,
         height=height,
         margin=dict(l=10, r=20, t=40, b=50),
         font=dict(family="system-ui, Helvetica, Arial, sans-serif", size=12),

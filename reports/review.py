@@ -21,6 +21,7 @@ from reports.sections.departments import (
 )
 from reports.sections.flags import top_flagged_jobs_section, top_users_section, users_section
 from reports.sections.headline import headline_section
+from reports.sections.key_figures import review_key_figures_section
 from reports.sections.overview import (
     coverage_section,
     department_chart_section,
@@ -37,6 +38,7 @@ Block = Callable[[ReviewInputs], Section | None]
 
 REVIEW_BLOCKS: tuple[Block, ...] = (
     no_jobs_section,
+    review_key_figures_section,
     headline_section,
     department_index_section,
     trends_section,

@@ -32,7 +32,7 @@ class Column:
     header: str
     fmt: Callable[[Any], str | Link] = fmt_text
     numeric: bool = False
-    wrap: bool = False  # free text (names) may break anywhere; ids, times, numbers never
+    wrap: bool = False  # names and long ids: break at spaces, hyphens, slashes (inside a word on paper)
     prose: bool = False  # sentences (evidence, recommendations): a wide wrapping column
     words: bool = False  # a list of codes or words: breaks between them, never inside one
 

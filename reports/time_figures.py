@@ -33,7 +33,7 @@ def monthly_hours_figure(months: pl.DataFrame) -> go.Figure:
             )
         )
     fig.update_layout(**base_layout(340, "month", "GPU-hours"))
-    fig.update_layout(barmode="stack")
+    fig.update_layout(barmode="stack", legend_traceorder="normal", bargap=0.3)
     fig.update_xaxes(type="category")
     return fig
 
@@ -49,7 +49,10 @@ def monthly_shares_figure(shares: pl.DataFrame) -> go.Figure:
         part = shares.filter(pl.col("cluster") == cluster)
         color = CLUSTER_COLORS[index % len(CLUSTER_COLORS)]
         name = esc_plotly(cluster)
-        for column, what, dash in (("allocated_share", "allocated", "solid"), ("active_share", "active", "dot")):
+        for column, what, dash in (
+            ("allocated_share", "allocated (% of capacity)", "solid"),
+            ("active_share", "active (% of allocated)", "dot"),
+        ):
             fig.add_trace(
                 go.Scatter(
                     x=[f"{m:%Y-%m}" for m in part["month"]],
@@ -60,7 +63,7 @@ def monthly_shares_figure(shares: pl.DataFrame) -> go.Figure:
                     hovertemplate=f"{name} %{{x}}<br>{what}: %{{y:.1f}}%<extra></extra>",
                 )
             )
-    fig.update_layout(**base_layout(340, "month", "%"))
+    fig.update_layout(**base_layout(340, "month", "share (%)"))
     fig.update_xaxes(type="category")
     fig.update_yaxes(range=[0, 105])
     return fig
@@ -109,6 +112,6 @@ def weekday_hour_figure(grid: pl.DataFrame) -> go.Figure:
             hovertemplate="%{y} %{x}:00 UTC<br>allocated: %{z:.1f}%<extra></extra>",
         )
     )
-    fig.update_layout(**base_layout(300, "hour of day (UTC)"))
+    fig.update_layout(**base_layout(300, "hour of day (UTC)", "day of week"))
     fig.update_yaxes(autorange="reversed")
     return fig

@@ -9,7 +9,7 @@ from dagster import MaterializeResult, MetadataValue
 
 from config import Config
 from config.rates import price_frame
-from contracts.capacity_states import DOWNTIME_INTERVAL, STATES
+from contracts.capacity_states import DOWNTIME_INTERVAL, STATES, state_column
 from pipelines.data_quality import inventory_mismatches, month_coverage_gaps, quarantine_summary, runaway_runs
 from pipelines.step import Step
 from pipelines.table_asset import table_asset
@@ -66,6 +66,14 @@ READS = {
     "focus": "SELECT * FROM marts.fct_chargeback_focus WHERE billing_month = ?",
     "closed": "SELECT * FROM marts.chargeback_closed_months WHERE billing_month BETWEEN ? AND ? ORDER BY billing_month",
     "kube_queues": "SELECT * FROM marts.mart_kube_queue_monthly WHERE month = ? ORDER BY cluster, queue_kind, queue",
+    # 12 months of flagged runs and of the capacity split (the headline's change against last month)
+    "flag_months": """
+        SELECT cluster, month, department, sum(flagged_job_count) AS flagged_job_count,
+               sum(wasted_gpu_hours) AS wasted_gpu_hours
+        FROM marts.mart_user_monthly WHERE month BETWEEN ? AND ? GROUP BY ALL ORDER BY month, cluster, department""",
+    "states": "SELECT cluster, month, sum(capacity_seconds) / 3600 AS capacity_gpu_hours, "
+    + ", ".join(f"sum({state_column(state)}) / 3600 AS {state}_gpu_hours" for state in STATES)
+    + " FROM marts.fct_gpu_capacity_split WHERE month BETWEEN ? AND ? GROUP BY ALL ORDER BY month, cluster",
 }
 
 # The downtime section: capacity per state (columns from the contract) and the month's intervals.
@@ -90,7 +98,8 @@ def read_review_frames(conn: duckdb.DuckDBPyConnection, month: date) -> dict[str
     """The frames of one review: 12 months of monthly marts (trends, previous month) and
     the month's jobs, hourly GPU totals, flags and users."""
     first = first_trend_month(month)
-    window = {name: [first, month] for name in ("clusters", "departments", "runs", "model_hours", "closed")}
+    windowed = ("clusters", "departments", "runs", "model_hours", "closed", "flag_months", "states")
+    window = {name: [first, month] for name in windowed}
     return {name: read_frame(conn, sql, window.get(name, [month])) for name, sql in READS.items()}
 
 

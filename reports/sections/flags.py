@@ -62,7 +62,7 @@ def flagged_job_columns(inputs: ReviewInputs, with_department: bool = True) -> l
     """Fits a landscape page: account, partition and GPU model are in flagged_jobs.csv."""
     currency = inputs.settings.currency or "currency"
     columns = [
-        Column("job_id", "job ID"),
+        Column("job_id", "job ID", wrap=True),
         Column("job_name", "job name", wrap=True),
         Column("user_name", "user", wrap=True),
         *([Column("department", "department", figures.department_label, wrap=True)] if with_department else []),

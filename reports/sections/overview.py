@@ -66,7 +66,7 @@ def _needs_mapping(row: dict) -> str | None:
 
 
 JOB_COLUMNS = [
-    Column("job_id", "job ID"),
+    Column("job_id", "job ID", wrap=True),
     Column("job_name", "job name", wrap=True),
     Column("user_name", "user", wrap=True),
     Column("account", "account", wrap=True),

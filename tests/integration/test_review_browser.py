@@ -268,3 +268,56 @@ def test_printed_pages_fit_a4_and_letter(tmp_path: Path) -> None:
             assert pdf.stat().st_size > 50_000
         finally:
             browser.close()
+
+
+FIGURES_OUT_JS = """() => [...document.querySelectorAll('.figure, .js-plotly-plot, .main-svg')]
+    .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+    .map(e => (e.closest('section') || {}).id + ':' + Math.round(e.getBoundingClientRect().right))"""
+
+
+SCROLLING_TABLES_JS = """() => [...document.querySelectorAll('.table-wrap')]
+    .filter(w => w.scrollWidth > w.clientWidth + 1).map(w => (w.closest('section') || {}).id)"""
+
+
+def test_the_month_at_a_glance_comes_first_and_figures_fit_the_window(tmp_path: Path) -> None:
+    """At 1280 and 800 px: the key figures are on the first screen, above the first table, with
+    a change against the previous month; no figure is wider than the window, also after the
+    window is made narrower (the figures redraw). At 1280 px no table needs scrolling sideways."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import CHROMIUM_ARGS, chromium_path
+
+    inputs = build_inputs(
+        MONTH, "demo-like month", settings=ReviewSettings(currency="EUR", prices=MODELS), **demo_month()
+    )
+    review = write_review(render_review(inputs), tmp_path, "2026-10")
+    write_department_pages(render_department_pages(inputs), tmp_path, "2026-10")
+    files = [review, review.parent / "departments" / "vision.html"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+        try:
+            for width in (1280, 800):
+                for page_file in files:
+                    where = (width, page_file.name)
+                    page = browser.new_page(viewport={"width": width, "height": 900})
+                    page.goto(page_file.resolve().as_uri(), wait_until="load")
+                    page.wait_for_timeout(300)
+                    tiles = page.locator(".key-figures")
+                    first_table = page.locator("table").first.bounding_box()
+                    box = tiles.bounding_box()
+                    assert tiles.is_visible() and box is not None and first_table is not None, where
+                    assert box["y"] < 900 and box["y"] + box["height"] <= first_table["y"], (where, box, first_table)
+                    changes = page.locator(".kf-change").all_inner_texts()
+                    arrowed = [c for c in changes if re.search(r"^[▲▼▬] [+-]", c)]
+                    # flags: these frames have no earlier users mart rows, so no month to compare with
+                    assert len(arrowed) >= 3 and set(changes) - set(arrowed) <= {"no previous month"}, (where, changes)
+                    assert page.evaluate(FIGURES_OUT_JS) == [], where
+                    assert page.evaluate("document.documentElement.scrollWidth") <= width, where
+                    if width == 1280:  # every column on screen; then made narrower: the figures follow
+                        assert page.evaluate(SCROLLING_TABLES_JS) == [], where
+                        page.set_viewport_size({"width": 640, "height": 900})
+                        page.wait_for_timeout(500)
+                        assert page.evaluate(FIGURES_OUT_JS) == [], (640, page_file.name)
+                    page.close()
+        finally:
+            browser.close()

@@ -10,8 +10,10 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from contracts.capacity_states import STATES, state_column
 from reports import columns
 from transforms.marts import (
+    fct_gpu_capacity_split,
     fct_gpu_hourly,
     fct_job_flags,
     fct_job_usage,
@@ -30,6 +32,7 @@ SUBSETS = {
     "MODEL_HOUR_SCHEMA": fct_gpu_hourly.SCHEMA,  # summed per model label and hour
     "FLAG_SCHEMA": fct_job_flags.SCHEMA,
     "USER_SCHEMA": mart_user_monthly.SCHEMA,
+    "FLAG_MONTH_SCHEMA": mart_user_monthly.SCHEMA,  # summed per cluster, month and department
 }
 
 
@@ -49,4 +52,12 @@ def test_the_review_reads_columns_the_mart_has(name: str) -> None:
 
 def test_every_subset_is_checked() -> None:
     subsets = {name for name, value in vars(columns).items() if name.isupper() and isinstance(value, dict)}
-    assert subsets - {"SEGMENT_SCHEMA"} == set(SUBSETS)  # SEGMENT_SCHEMA: the price segments, not a mart
+    # SEGMENT_SCHEMA: the price segments, not a mart; CAPACITY_STATE_SCHEMA: seconds summed as hours (below)
+    assert subsets - {"SEGMENT_SCHEMA", "CAPACITY_STATE_SCHEMA"} == set(SUBSETS)
+
+
+def test_capacity_states_are_the_split_columns_in_hours() -> None:
+    split = fct_gpu_capacity_split.SCHEMA
+    hours = [c for c in columns.CAPACITY_STATE_SCHEMA if c.endswith("_gpu_hours") and c != "capacity_gpu_hours"]
+    assert hours == [f"{state}_gpu_hours" for state in STATES]
+    assert all(state_column(state) in split for state in STATES) and "capacity_seconds" in split

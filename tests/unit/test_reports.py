@@ -138,7 +138,7 @@ def test_user_strings_are_escaped_in_figure_json(page: str) -> None:
     hist, _ = figure_json(page, "fig-utilization")
     assert {t["name"] for t in hist} == {"alpha", "b&amp;&lt;i&gt;2&lt;/i&gt;"}
     trend, _ = figure_json(page, "fig-trend-shares")
-    assert "b&amp;&lt;i&gt;2&lt;/i&gt;: allocated" in {t["name"] for t in trend}
+    assert "b&amp;&lt;i&gt;2&lt;/i&gt;: allocated (% of capacity)" in {t["name"] for t in trend}
 
 
 def test_null_utilization_is_na(page: str) -> None:
@@ -220,11 +220,12 @@ def test_rendering_is_deterministic(page: str) -> None:
 
 def test_print_stylesheet(page: str) -> None:
     css = re.search(r"@media print \{.*\n\}", page, flags=re.S).group(0)
-    assert "size: landscape" in css and "width: 720px" in css and "background: #fff" in css
+    assert "size: landscape" in css and "max-width: 960px" in css and "background: #fff" in css
     assert "td.text, td.num, th { white-space: normal; }" in css  # no cut-off columns on paper
     assert ".table-wrap { overflow: visible; }" in css and "thead { display: table-header-group; }" in css
-    for div_id in FIGURES:
-        assert figure_json(page, div_id)[1]["width"] == 720
+    for div_id in FIGURES:  # as wide as the box (.figure: at most 960 px), axis titles set
+        layout = figure_json(page, div_id)[1]
+        assert "width" not in layout and layout["autosize"] is True and layout["xaxis"]["title"]["text"]
 
 
 def test_table_escapes_headers_and_cells_and_sections_their_titles() -> None:

@@ -65,6 +65,7 @@ def test_department_page_content(pages: dict[str, str]) -> None:
     assert PLOTLY_SCRIPT.search(page).group(1) == "../../" and page.startswith("<!DOCTYPE html>")
     assert '<a href="../review.html">' in page
     assert section_ids(page) == [
+        "key-figures",
         "summary",
         "quota",
         "trend",
