@@ -15,6 +15,7 @@ from config.cluster import ClusterConfig, MetricsConfig, PrometheusConfig, Slurm
 from config.inventory import InventoryConfig, NodeGroup
 from config.org import AccountMapping, Department, Division, NamespaceMapping, OrgConfig
 from config.policy import FlagsConfig, QuotasConfig, RatesConfig
+from config.publish import PublishConfig
 from config.schedule import ScheduleConfig
 from contracts.sources import SCHEDULERS
 
@@ -36,6 +37,7 @@ __all__ = [
     "NodeGroup",
     "OrgConfig",
     "PrometheusConfig",
+    "PublishConfig",
     "QuotasConfig",
     "RatesConfig",
     "ReportsConfig",
@@ -102,6 +104,7 @@ class Config(StrictModel):
     close: CloseConfig = Field(default_factory=CloseConfig)
     smtp: SmtpConfig | None = None
     alerts: AlertsConfig | None = None
+    publish: PublishConfig | None = None  # the marts copied to PostgreSQL (docs/publish.md)
 
     @model_validator(mode="after")
     def _cross_check(self) -> Config:
