@@ -66,6 +66,7 @@ def config_check(
 ) -> None:
     """Validate a config file; exit 2 with the bad keys named when it is invalid."""
     config = _load_or_exit(path)
+    _check_publish(path, config)
     names = ", ".join(c.name for c in config.clusters)
     out.print(f"{path}: valid ({len(config.clusters)} cluster(s): {names})", highlight=False)
     if online:
@@ -78,6 +79,19 @@ def config_check(
             (out if line.level == "ok" else console).print(style + line.text, highlight=False)
         if any(line.level == "error" for line in lines):
             raise typer.Exit(1)
+
+
+def _check_publish(path: Path, config: Config) -> None:
+    """``[publish] marts`` against the declared tables (the config layer does not know them)."""
+    if config.publish is None:
+        return
+    from pipelines.publish import PublishError, selected_marts
+
+    try:
+        selected_marts(config.publish)
+    except PublishError as exc:
+        console.print(f"[red]invalid config[/red]\n{escape(f'{path}: {exc}')}", highlight=False)
+        raise typer.Exit(2) from exc
 
 
 @app.command()

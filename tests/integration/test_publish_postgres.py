@@ -208,6 +208,19 @@ def test_a_wrong_or_missing_password_names_the_variable(site) -> None:
     assert _bookkeeping(site) == books
 
 
+def test_the_documented_dashboard_queries_run_on_the_published_tables(site) -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "publish.md").read_text()
+    hourly = doc.split("```sql\n")[2].split("```", 1)[0]
+    assert "$__timeFilter(hour)" in hourly
+    rows = _pg(site, hourly.replace("$__timeFilter(hour)", "TRUE").replace("cardhours.", f"{SCHEMA}."))
+    assert len(rows) >= DAYS * 24 and all(
+        0 <= (active or 0) <= allocated + 1e-9 <= 1 + 2e-9 for _, allocated, active in rows
+    )
+    monthly = doc.split("Idle GPU-hours per department and month: `", 1)[1].split("`\n", 1)[0]
+    departments = _pg(site, " ".join(monthly.split()).replace("cardhours.", f"{SCHEMA}."))
+    assert {month for month, _, _ in departments} == set(MONTHS) and all(idle >= 0 for *_, idle in departments)
+
+
 def test_a_changed_column_stops_the_publication_and_its_advice_works(site) -> None:
     rows, books = _fingerprints(site), _bookkeeping(site)
     owner = site["pg"].connect(DB)
