@@ -53,7 +53,7 @@ def publish(
     try:
         with duck:
             done = publish_month(duck, settings.publish, first, utc_now(), progress)
-    except (PublishError, UnsupportedType, LookupError) as exc:
+    except (PublishError, UnsupportedType, LookupError, ValueError) as exc:
         raise fail("nothing published", str(exc)) from exc
     total = sum(item.rows for item in done)
     out.print(f"published {len(done)} tables, {total} rows of {month} to {where} (one transaction)",

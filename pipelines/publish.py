@@ -17,6 +17,7 @@ import psycopg2
 from config.base import unknown
 from config.publish import PublishConfig
 from pipelines.tables import TABLES, Table
+from warehouse.landings import FINISHED, latest_build
 from warehouse.publish.ddl import PgTable, duckdb_columns, pg_table
 from warehouse.publish.month import Published, publish_month
 from warehouse.publish.postgres import PublishError, connect, target
@@ -51,6 +52,18 @@ def pg_tables(duck: duckdb.DuckDBPyConnection, settings: PublishConfig) -> list[
     ]
 
 
+def require_built(duck: duckdb.DuckDBPyConnection, month: date) -> None:
+    """PublishError unless the month's latest build finished."""
+    build = latest_build(duck, month)
+    if build is None:
+        raise PublishError(f"{month:%Y-%m} has not been built: run cardhours run --month {month:%Y-%m} first")
+    if build.status != FINISHED:
+        raise PublishError(
+            f"the build of {month:%Y-%m} started at {build.started_at} has not finished (meta.monthly_builds "
+            f"status {build.status}): run cardhours run --month {month:%Y-%m} again, then publish"
+        )
+
+
 def publish(
     duck: duckdb.DuckDBPyConnection,
     settings: PublishConfig,
@@ -58,7 +71,9 @@ def publish(
     now: datetime,
     progress: Callable[[str], None] | None = None,
 ) -> list[Published]:
-    """Replace ``month`` of the selected marts in PostgreSQL, all in one transaction."""
+    """Replace ``month`` of the selected marts in PostgreSQL, all in one transaction; only a
+    month whose build finished (meta.monthly_builds), so an unbuilt month never empties one."""
+    require_built(duck, month)
     tables = pg_tables(duck, settings)
     pg = connect(settings)
     try:

@@ -7,13 +7,14 @@ from pipelines.landing import utc_now
 from pipelines.publish import PUBLIC_MARTS, publish
 from pipelines.step import Step
 from pipelines.table_asset import table_asset
-from pipelines.tables import PUBLISH_POSTGRES
+from pipelines.tables import CHARGEBACK_EXPORT, PUBLISH_POSTGRES
 from warehouse.publish.postgres import target
 
 
 @table_asset(
     PUBLISH_POSTGRES,
     reads=list(PUBLIC_MARTS),
+    after=[CHARGEBACK_EXPORT],  # which records the month's build finished: only finished builds are published
     kinds=["postgres"],
     description="The month's public marts ([publish] marts, default all) replaced in PostgreSQL in one "
     "transaction, with a row per table and month in cardhours_publications; nothing without [publish].",

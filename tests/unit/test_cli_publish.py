@@ -3,6 +3,7 @@ moves: no section, no warehouse, an unknown mart, the password variable unset, n
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from cardhours.cli import app
 from config import EXAMPLE_CONFIG
 from tests.slurm_harness.procs import free_port
 from warehouse import connect
+from warehouse.landings import finish_build
 
 runner = CliRunner()
 VARIABLE = "CARDHOURS_PUBLISH_PASSWORD"  # the example config's password_env
@@ -64,6 +66,10 @@ def test_publish_names_the_unset_password_variable_then_the_server_it_cannot_rea
     )  # noqa: E501
     connect(tmp_path / "cardhours.duckdb").close()  # the example's warehouse, migrated and empty
     monkeypatch.delenv(VARIABLE, raising=False)
+    code, text = _publish(config)
+    assert code == 1 and "2026-10 has not been built: run cardhours run --month 2026-10 first" in text
+    with connect(tmp_path / "cardhours.duckdb") as duck:
+        finish_build(duck, date(2026, 10, 1), datetime(2026, 11, 1, 3))
     code, text = _publish(config)
     assert code == 1 and f"[publish] password_env names {VARIABLE}, which is not set in this environment" in text
     monkeypatch.setenv(VARIABLE, "secret")
