@@ -248,6 +248,10 @@ def _run_month(
             console.print(f"[red]not run[/red]: {escape(str(exc))}", highlight=False)
             raise typer.Exit(BUSY_EXIT) from exc
     print_summary(outputs, month, accept_gaps)
+    if settings.publish is not None:  # the monthly job's publish/postgres asset succeeded with it
+        from warehouse.publish.postgres import target
+
+        out.print(f"  {'published:':<13}{target(settings.publish)}", highlight=False, markup=False)
 
 
 @app.command()
