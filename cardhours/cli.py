@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cardhours.cli_deliver import deliver
 from cardhours.cli_job import job
 from cardhours.cli_ledger import close, ledger_app
+from cardhours.cli_publish import publish
 from cardhours.cli_reports import index
 from cardhours.cli_summary import print_summary
 from cardhours.cli_support import ALL_DAYS, BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
@@ -31,6 +32,7 @@ app.command()(close)
 app.command()(job)
 app.command()(index)
 app.command()(deliver)
+app.command()(publish)
 _load_or_exit = load_or_exit
 _month = month_option
 
@@ -66,6 +68,7 @@ def config_check(
 ) -> None:
     """Validate a config file; exit 2 with the bad keys named when it is invalid."""
     config = _load_or_exit(path)
+    _check_publish(path, config)
     names = ", ".join(c.name for c in config.clusters)
     out.print(f"{path}: valid ({len(config.clusters)} cluster(s): {names})", highlight=False)
     if online:
@@ -78,6 +81,19 @@ def config_check(
             (out if line.level == "ok" else console).print(style + line.text, highlight=False)
         if any(line.level == "error" for line in lines):
             raise typer.Exit(1)
+
+
+def _check_publish(path: Path, config: Config) -> None:
+    """``[publish] marts`` against the declared tables (the config layer does not know them)."""
+    if config.publish is None:
+        return
+    from pipelines.publish import PublishError, selected_marts
+
+    try:
+        selected_marts(config.publish)
+    except PublishError as exc:
+        console.print(f"[red]invalid config[/red]\n{escape(f'{path}: {exc}')}", highlight=False)
+        raise typer.Exit(2) from exc
 
 
 @app.command()
@@ -234,6 +250,10 @@ def _run_month(
             console.print(f"[red]not run[/red]: {escape(str(exc))}", highlight=False)
             raise typer.Exit(BUSY_EXIT) from exc
     print_summary(outputs, month, accept_gaps)
+    if settings.publish is not None:  # the monthly job's publish/postgres asset succeeded with it
+        from warehouse.publish.postgres import target
+
+        out.print(f"  {'published:':<13}{target(settings.publish)}", highlight=False, markup=False)
 
 
 @app.command()

@@ -16,6 +16,7 @@ from config.delivery import DeliveryConfig
 from config.inventory import InventoryConfig, NodeGroup
 from config.org import AccountMapping, Department, Division, NamespaceMapping, OrgConfig
 from config.policy import FlagsConfig, QuotasConfig, RatesConfig
+from config.publish import PublishConfig
 from config.schedule import ScheduleConfig
 from contracts.sources import SCHEDULERS
 
@@ -38,6 +39,7 @@ __all__ = [
     "NodeGroup",
     "OrgConfig",
     "PrometheusConfig",
+    "PublishConfig",
     "QuotasConfig",
     "RatesConfig",
     "ReportsConfig",
@@ -105,6 +107,7 @@ class Config(StrictModel):
     smtp: SmtpConfig | None = None
     alerts: AlertsConfig | None = None
     delivery: DeliveryConfig | None = None
+    publish: PublishConfig | None = None  # the marts copied to PostgreSQL (docs/publish.md)
 
     @model_validator(mode="after")
     def _cross_check(self) -> Config:

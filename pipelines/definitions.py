@@ -31,6 +31,7 @@ from pipelines.assets.marts import (
     mart_cluster_monthly_asset,
     mart_department_monthly_asset,
 )
+from pipelines.assets.publish import publish_postgres
 from pipelines.assets.reports import review_html
 from pipelines.assets.review import fct_job_flags_asset, mart_user_monthly_asset
 from pipelines.assets.slurm_nodes import raw_slurm_node_snapshots, stg_slurm__node_capacity_asset
@@ -80,6 +81,7 @@ ASSETS = [
     *CHARGEBACK_ASSETS,
     archive_index,
     review_delivery,
+    publish_postgres,
 ]
 
 

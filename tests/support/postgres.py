@@ -1,4 +1,5 @@
-"""A throwaway PostgreSQL (Debian package ``postgresql``) on 127.0.0.1, for the Dagster instance.
+"""A throwaway PostgreSQL (Debian package ``postgresql``) on 127.0.0.1, for the Dagster instance
+and the marts' publication (``create_database``: a database and its owner for a test).
 
 ``with PostgresServer() as pg:`` runs ``initdb`` into a fresh data directory under a temp
 directory, starts ``postgres`` in the foreground on a free loopback port, creates the database
@@ -22,6 +23,7 @@ import subprocess
 from pathlib import Path
 
 import psycopg2
+from psycopg2 import sql
 
 from tests.slurm_harness.procs import Daemon, HarnessError, chown, free_port, run, wait_until
 from tests.support.scratch_server import ScratchServer
@@ -83,12 +85,24 @@ class PostgresServer(ScratchServer):
         conn.autocommit = True
         return conn
 
-    def query(self, sql: str, params: tuple = ()) -> list[tuple]:
-        conn = self.connect()
+    def query(self, text: str, params: tuple = (), dbname: str = DB_NAME) -> list[tuple]:
+        conn = self.connect(dbname)
         try:
             with conn.cursor() as cursor:
-                cursor.execute(sql, params)
+                cursor.execute(text, params)
                 return cursor.fetchall()
+        finally:
+            conn.close()
+
+    def create_database(self, name: str, owner: str, password: str) -> None:
+        """Database ``name`` owned by a new login role ``owner`` (not a superuser) with ``password``:
+        what a site gives an application that creates its own tables."""
+        conn = self.connect("postgres")
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD %s").format(sql.Identifier(owner)), (password,))
+                database = sql.SQL("CREATE DATABASE {} OWNER {}")
+                cursor.execute(database.format(sql.Identifier(name), sql.Identifier(owner)))
         finally:
             conn.close()
 

@@ -239,6 +239,13 @@ BROKEN = [
     ("alerts-nowhere", [put("alerts.recipients", [])], "alerts.recipients", "need recipients, or webhook_url_env"),
     ("alerts-recipient", [put("alerts.recipients", ["ops"])], "alerts.recipients[0]", "not an e-mail address"),
     ("alerts-ui-url", [put("alerts.ui_url", "dagster.example.org")], "alerts.ui_url", ""),
+    # publication to PostgreSQL
+    ("publish-secret-in-file", [put("publish.password_env", "s3cret!")], "publish.password_env", "never the secret"),
+    ("publish-sslmode", [put("publish.sslmode", "on")], "publish.sslmode", "'verify-ca' or 'verify-full'"),
+    ("publish-schema", [put("publish.target_schema", "Cardhours")], "publish.target_schema", "lowercase a-z"),
+    ("publish-marts-twice", [put("publish.marts", ["fct_job_usage"] * 2)], "publish.marts", "named twice"),
+    ("publish-marts-none", [put("publish.marts", [])], "publish.marts", "leave the key out"),
+    ("publish-no-host", [drop("publish.host")], "publish.host", "required key is missing"),
     # rates and quotas
     ("currency-lowercase", [put("rates.currency", "eur")], "rates.currency", "3-letter uppercase ISO 4217"),
     ("currency-long", [put("rates.currency", "EURO")], "rates.currency", "ISO 4217"),
