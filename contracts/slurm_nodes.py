@@ -28,3 +28,9 @@ SLURM_NODE_SCHEMA: dict[str, pl.DataType] = {
     "source": pl.String(),  # the command or file read
     "line_no": pl.Int64(),
 }
+
+# Node state flags (scontrol's ``State=``, ``+``-joined) of hardware that is not there to run work:
+# declared for later (FUTURE), or a cloud / power-saving node that is powered off or powering off
+# (POWERED_DOWN, POWERING_DOWN; older releases: POWER_DOWN, POWERING_UP is on its way up and counts).
+# Such a node's GRES are no capacity.
+NOT_CAPACITY_FLAGS: tuple[str, ...] = ("FUTURE", "POWERED_DOWN", "POWERING_DOWN", "POWER_DOWN")

@@ -27,6 +27,7 @@ from pipelines.tables import (
     RAW_KUBE_NODE_RUNS,
     RAW_KUBE_SERIES,
     RAW_SLURM_SACCT,
+    STG_DCGM__GPU_XID,
     STG_SLURM__DOWNTIME,
     Table,
 )
@@ -70,6 +71,8 @@ MEASURES: dict[str, Measure] = {
         "PurgeResvAfter has passed the day), or slurm_cluster, sacctmgr_command or the saved files in the config "
         "changed",
     ),
+    # read from the server again whenever the day is built again (no raw table of its own)
+    STG_DCGM__GPU_XID.name: Measure("XID downtime intervals", pl.len(), _PROMETHEUS_CAUSES),
 }
 
 

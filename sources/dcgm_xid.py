@@ -100,7 +100,7 @@ def read_xid_prometheus(
         except PrometheusQueryError as exc:
             if not exc.too_many_samples or b - a <= step_ms:
                 raise
-            middle = a + (b - a) // 2 // step_ms * step_ms or a + step_ms
+            middle = a + ((b - a) // 2 // step_ms * step_ms or step_ms)
             chunks += [(middle, b), (a, middle)]
     return xid_values(to_long(matrices))
 

@@ -123,6 +123,12 @@ def _header_positions(header: str, record: Record, source: str) -> list[int]:
     positions = []
     for field, printed in zip(record.fields, record.headers, strict=True):
         found = [i for i, name in enumerate(names) if name in (field.lower(), printed.lower())]
+        if len(found) > 1:
+            raise DowntimeReadError(
+                f"{source}:1: column {printed} appears {len(found)} times in the header (columns "
+                f"{', '.join(str(i + 1) for i in found)}); save the output of sacctmgr --parsable2 show "
+                f"{record.entity} format={record.format}"
+            )
         if not found:
             raise DowntimeReadError(
                 f"{source}:1: column {printed} missing from the header; save the output of "

@@ -28,7 +28,10 @@ __all__ = ["SlurmNodesError", "parse_scontrol_nodes", "read_nodes", "read_scontr
 
 _FIELD = re.compile(r"(?:^|\s)([A-Z][A-Za-z_]*)=")
 _GRES = re.compile(r"^(?P<name>[a-z_]+)(?::(?P<type>[^:()]+))?:(?P<count>\d+)(?:\((?:S|IDX):[^)]*\))?$")
-_MIG = re.compile(r"(?:^|_)(?P<profile>\d+g\.\d+gb(?:\+me)?)$")
+# a GPU instance profile, last in the type; a compute instance's ("1c.3g.20gb": a share of a GPU
+# instance, not one) is no match
+_MIG = re.compile(r"(?:^|[_-]|(?<!\dc)\.)(?P<profile>\d+g\.\d+gb(?:\+me)?)$", re.IGNORECASE)
+_MIG_LIKE = re.compile(r"\d+g\.\d+gb", re.IGNORECASE)  # a type naming a MIG profile somewhere
 _ENTRY_SEPARATOR = re.compile(r",(?![^(]*\))")  # commas between entries, not inside "(S:0,2)"
 _NONE = {"", "(null)"}
 
@@ -136,7 +139,12 @@ def _gpu_gres(gres: str) -> list[tuple[str | None, str | None, int]]:
             continue
         gpu_type = match["type"]
         mig = _MIG.search(gpu_type) if gpu_type else None
-        found.append((gpu_type, mig["profile"] if mig else None, int(match["count"])))
+        if mig is None and gpu_type and _MIG_LIKE.search(gpu_type):
+            raise ValueError(
+                f"GPU GRES type {gpu_type!r} names a MIG profile cardhours cannot read (expected it last, after "
+                "'_', '.' or '-', as in a100_3g.20gb): not counted as whole GPUs"
+            )
+        found.append((gpu_type, mig["profile"].lower() if mig else None, int(match["count"])))
     return found
 
 

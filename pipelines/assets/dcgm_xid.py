@@ -5,10 +5,13 @@ Prometheus (or OpenMetrics file) beside the samples. Values that are no XID are 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import polars as pl
 
 from config.cluster import ClusterConfig
 from contracts.capacity_states import DCGM_XID
+from pipelines.shrink_guard import guard_rows
 from pipelines.step import Step
 from pipelines.table_asset import Built, table_asset
 from pipelines.tables import RAW_QUARANTINE, STG_DCGM__GPU_HOURLY, STG_DCGM__GPU_XID
@@ -16,11 +19,23 @@ from sources.dcgm_xid import read_xid
 from transforms.staging.stg_dcgm__gpu_xid import (
     ACTIVE_HOURS_SQL,
     ACTIVE_MEAN,
+    CARRIED_SQL,
     SCHEMA,
     quarantine_xid,
     screen_xid,
     stg_dcgm__gpu_xid,
 )
+from warehouse.lake import written_at
+
+
+def _carried(step: Step, cluster: ClusterConfig) -> pl.DataFrame | None:
+    """The previous day's intervals of the cluster that ran to its end; None without that day."""
+    before = step.day - timedelta(days=1)
+    lake = STG_DCGM__GPU_XID.lake_table
+    if written_at(step.store.lake, lake, {"cluster": cluster.name, "day": before}) is None:
+        step.log.info(f"{cluster.name}: no XID intervals of {before}: a value carried into {step.day} is judged alone")
+        return None
+    return step.sql(CARRIED_SQL, [cluster.name, before, step.start])
 
 
 def _xid(step: Step, cluster: ClusterConfig) -> tuple[pl.DataFrame, int]:
@@ -31,7 +46,10 @@ def _xid(step: Step, cluster: ClusterConfig) -> tuple[pl.DataFrame, int]:
         quarantine_xid(bad, cluster.name, DCGM_XID, step.day.isoformat()), table=RAW_QUARANTINE, partition=partition
     )
     active = step.sql(ACTIVE_HOURS_SQL, [cluster.name, step.day, ACTIVE_MEAN])
-    frame = stg_dcgm__gpu_xid(codes, active, cluster.name, step.start, step.end, cluster.sample_step_seconds)
+    frame = stg_dcgm__gpu_xid(
+        codes, active, cluster.name, step.start, step.end, cluster.sample_step_seconds, _carried(step, cluster)
+    )
+    guard_rows(step, STG_DCGM__GPU_XID, cluster.name, frame)  # before the day's intervals are replaced
     if bad.height:
         step.log.warning(
             f"{cluster.name}: {bad.height} DCGM_FI_DEV_XID_ERRORS points are no XID or name no GPU; "

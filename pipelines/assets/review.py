@@ -8,7 +8,7 @@ from dagster import AssetCheckResult, MetadataValue
 from config.rates import price_frame
 from contracts.dated_cost import unpriced_models
 from contracts.flags import FLAG_REASONS, REASONS, SEVERITIES
-from pipelines.assets.capacity_split import month_intervals
+from pipelines.assets.capacity_split import month_intervals, require_downtime_days
 from pipelines.step import Step
 from pipelines.table_asset import Built, Check, table_asset
 from pipelines.tables import (
@@ -83,6 +83,7 @@ def fct_job_flags_asset(step: Step) -> Built:
         attributed, usage, step.end, thresholds.input_bound_min_activity, thresholds.input_bound_max_activity
     )
     prices, unpriced = _prices(step, usage.get_column("gpu_model").to_list())
+    require_downtime_days(step)  # hosts out of service are not free for MULTINODE_FRAGMENTED
     flags = fct_job_flags(
         usage,
         profile,

@@ -71,7 +71,8 @@ def data_quality_section(
         shown = gaps.with_columns(why=pl.col("cause").replace_strict(GAP_CAUSES, default=pl.col("cause")))
         values |= {"gap_days": int(gaps["days"].sum()), "gap_table": table(shown, GAP_COLUMNS)}
     if inventory is not None and inventory.height:
-        values |= {"mismatches": inventory.height, "inventory_table": table(inventory, INVENTORY_COLUMNS)}
+        cards = inventory.select("cluster", "hostname", "gpu").n_unique()
+        values |= {"mismatches": cards, "inventory_table": table(inventory, INVENTORY_COLUMNS)}
     if quarantine.height:
         values["quarantine"] = table(quarantine, QUARANTINE_COLUMNS)
     if runaways.height:

@@ -170,3 +170,10 @@ def test_config_takes_one_mode_for_downtime() -> None:
     assert not SlurmConfig(sacct_file="x.txt").reads_downtime
     with pytest.raises(ValueError, match="sacctmgr_command .* or events_file / reservations_file"):
         SlurmConfig(sacct_command="sacct", sacctmgr_command="sacctmgr", events_file="e.txt")
+
+
+def test_a_column_named_twice_in_the_header_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "resv.txt"
+    path.write_text("Cluster|Name|ID|TimeStart|TimeEnd|NodeName|Flags|NodeName\n")
+    with pytest.raises(DowntimeReadError, match=r"column NodeName appears 2 times in the header \(columns 6, 8\)"):
+        read_saved(path, RESERVATIONS)

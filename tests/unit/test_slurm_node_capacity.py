@@ -73,6 +73,13 @@ def test_nodes_without_gpus_or_not_yet_in_service_have_no_rows() -> None:
     assert stg_slurm__node_capacity(_line(text, T0), T0, T1).is_empty()
 
 
+def test_cloud_nodes_powered_down_have_no_gpus_and_powered_up_ones_do() -> None:
+    states = ["IDLE+CLOUD+POWERED_DOWN", "IDLE+POWERING_DOWN", "IDLE*+POWER_DOWN", "IDLE+CLOUD", "MIXED+POWERING_UP"]
+    text = "".join(f"NodeName=c{i} State={state} Gres=gpu:4\n" for i, state in enumerate(states))
+    counted = stg_slurm__node_capacity(_line(text, T0), T0, T1)
+    assert sorted(counted["hostname"].unique()) == ["c3", "c4"]
+
+
 def _declared_four() -> tuple[pl.DataFrame, object, str]:
     """The example config's alpha inventory with gpu-001 declared with 4 whole GPUs."""
     config = load_config(EXAMPLE_CONFIG)

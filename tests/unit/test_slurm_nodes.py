@@ -62,6 +62,18 @@ def test_mig_untyped_and_several_types_give_one_row_each() -> None:
     assert got == [("a100", None, 2), ("a100_3g.20gb", "3g.20gb", 2), ("1g.10gb+me", "1g.10gb+me", 1), (None, None, 4)]
 
 
+def test_mig_types_read_in_any_case_and_after_any_separator() -> None:
+    rows, rejects = _parse(_line("gpu:a100-3g.20gb:2,gpu:A100_3G.20GB:2,gpu:a100.1g.10gb:3"))
+    assert rejects.is_empty()
+    assert [(r["mig_profile"], r["gpus"]) for r in rows.to_dicts()] == [("3g.20gb", 2), ("3g.20gb", 2), ("1g.10gb", 3)]
+
+
+def test_a_type_naming_a_mig_profile_it_cannot_read_is_quarantined_not_counted_whole() -> None:
+    for gres in ("gpu:mig3g.20gbx:2", "gpu:a100_1c.3g.20gb:3"):  # a compute instance is a share of one
+        rows, rejects = _parse(_line(gres))
+        assert rows.is_empty() and "names a MIG profile cardhours cannot read" in rejects["reason"][0], gres
+
+
 def test_a_node_without_gpus_is_still_a_row() -> None:
     rows, _ = _parse(_line("(null)") + "\n" + _line("shard:8"))
     assert [(r["gpu_type"], r["gpus"], r["line_no"]) for r in rows.to_dicts()] == [(None, 0, 1), (None, 0, 2)]

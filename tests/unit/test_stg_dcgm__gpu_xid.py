@@ -41,9 +41,9 @@ def _values(series: dict[tuple[str, str], list[tuple[int, int, float]]]) -> pl.D
     return pl.DataFrame(rows, schema=XID_VALUES, orient="row")
 
 
-def _xid(values: pl.DataFrame, active: pl.DataFrame = NO_ACTIVITY) -> list[tuple]:
+def _xid(values: pl.DataFrame, active: pl.DataFrame = NO_ACTIVITY, carried: pl.DataFrame | None = None) -> list[tuple]:
     codes, _ = screen_xid(values)
-    got = stg_dcgm__gpu_xid(codes, active, "c", T0, END, STEP)
+    got = stg_dcgm__gpu_xid(codes, active, "c", T0, END, STEP, carried)
     assert got.schema == pl.Schema(DOWNTIME_INTERVAL)
     assert set(got["state"]) <= {DOWN} and set(got["source"]) <= {DCGM_XID}
     return got.select("hostname", "gpu", "start_ts", "end_ts", "reason").rows()
@@ -69,10 +69,10 @@ def test_a_gap_in_the_filtered_read_ends_the_interval() -> None:
 
 
 def test_a_sticky_value_ends_at_the_first_hour_with_real_activity() -> None:
-    values = _values({("h1", "1"): [(0, 1440, 94.0)]})  # sticky all day: no reset
-    assert _xid(values, _active("h1", 1, [5, 9])) == [("h1", 1, _at(0), _at(300), CRITICAL_XIDS[94])]
+    values = _values({("h1", "1"): [(0, 1440, 95.0)]})  # sticky all day: no reset
+    assert _xid(values, _active("h1", 1, [5, 9])) == [("h1", 1, _at(0), _at(300), CRITICAL_XIDS[95])]
     # another GPU's activity does not end it
-    assert _xid(values, _active("h1", 0, [5])) == [("h1", 1, _at(0), END, CRITICAL_XIDS[94])]
+    assert _xid(values, _active("h1", 0, [5])) == [("h1", 1, _at(0), END, CRITICAL_XIDS[95])]
 
 
 def test_activity_in_the_hour_the_error_came_counts_only_from_the_next_hour() -> None:
@@ -145,3 +145,38 @@ def test_no_xid_series_gives_no_rows_and_nothing_quarantined() -> None:
     assert bad.is_empty() and quarantine_xid(bad, "c", DCGM_XID, "2026-03-02").is_empty()
     got = stg_dcgm__gpu_xid(codes, NO_ACTIVITY, "c", T0, END, STEP)
     assert got.is_empty() and got.schema == pl.Schema(DOWNTIME_INTERVAL)
+
+
+def test_late_scrapes_are_no_gaps() -> None:
+    """Scrape times jitter: points 60.5 s apart are one run, ended once by the first active hour."""
+    rows = [("h1", "0", T0 + timedelta(seconds=600 * 60 + i * 60.5), 95.0) for i in range(600)]
+    values = pl.DataFrame(rows, schema=XID_VALUES, orient="row")
+    assert _xid(values, _active("h1", 0, [12])) == [("h1", 0, _at(600), _at(720), CRITICAL_XIDS[95])]
+
+
+def test_after_the_gpu_worked_the_same_xid_is_stale_across_gaps() -> None:
+    # a missed scrape (or a reset the filtered read cannot tell apart) after the GPU worked at 02:00
+    values = _values({("h1", "0"): [(60, 200, 48.0), (203, 400, 48.0), (400, 460, 64.0)]})
+    assert _xid(values, _active("h1", 0, [2])) == [
+        ("h1", 0, _at(60), _at(120), CRITICAL_XIDS[48]),
+        ("h1", 0, _at(400), _at(460), CRITICAL_XIDS[64]),  # another XID is new downtime
+    ]
+
+
+def _carried(*rows: tuple[str, int, int]) -> pl.DataFrame:
+    frame = [(host, gpu, CRITICAL_XIDS[code]) for host, gpu, code in rows]
+    return pl.DataFrame(frame, schema={"hostname": pl.String, "gpu": pl.Int16, "reason": pl.String}, orient="row")
+
+
+def test_a_value_carried_into_the_day_continues_only_the_previous_days_open_interval() -> None:
+    values = _values({("h1", "0"): [(0, 1440, 79.0)], ("h1", "1"): [(0, 1440, 48.0)], ("h1", "2"): [(0, 90, 95.0)]})
+    carried = _carried(("h1", 0, 79), ("h1", 2, 64))  # GPUs 0 and 2 were down at midnight; GPU 1 had worked since
+    assert _xid(values, carried=carried) == [
+        ("h1", 0, T0, END, CRITICAL_XIDS[79]),  # still down: from the day's start
+        ("h1", 2, T0, _at(90), CRITICAL_XIDS[95]),  # 64 at midnight, 95 from the first point: a new XID
+    ]  # GPU 1: a sticky value it worked through yesterday is no downtime
+    # no previous day's partition: judged alone, down from the first point
+    assert [r[:2] for r in _xid(values)] == [("h1", 0), ("h1", 1), ("h1", 2)]
+    # a critical XID that comes later in the day is new downtime whatever was carried
+    later = _values({("h1", "0"): [(300, 400, 79.0)]})
+    assert _xid(later, carried=_carried()) == [("h1", 0, _at(300), _at(400), CRITICAL_XIDS[79])]

@@ -8,16 +8,21 @@ with real activity: columns ``contracts.capacity_states.DOWNTIME_INTERVAL``, sta
 
 The rule, per GPU (a MIG card's instances share their card's XID):
 
-- A point holds its value until the next point, for at most one step. A run of points with the
-  same critical XID, without a gap, is one interval; a change to another critical XID starts a
-  new interval with the new reason.
+- A point holds its value until the next point, for at most ``HOLD_STEPS`` steps (a scrape may
+  come late: timestamps jitter). A run of points with the same critical XID, without a gap, is
+  one interval; a change to another critical XID starts a new interval with the new reason.
 - The interval ends at the first point that is not critical: 0 (the driver reloaded, the GPU
   was reset) or an informational XID; the Prometheus read leaves those out, so a gap ends it.
-- Or at the first hour with real activity that starts after it began (``ACTIVE_MEAN`` of the
-  hour's best activity signal): the GPU works, so the sticky value no longer means it is down.
-  The rest of that run of the same XID is not downtime; a later change to a critical XID is.
-- Each day is judged on its own points: a critical value carried into the day marks the GPU
-  down from the day's start until its first active hour or its reset.
+- Or at the first hour with real activity that starts after the XID came (``ACTIVE_MEAN`` of
+  the hour's best activity signal): the GPU works, so the sticky value no longer means it is
+  down. The rest of that XID on the GPU in the day (gaps too: the read cannot tell a reset from
+  a missed scrape) is not downtime; a later change to another critical XID is.
+- A critical value carried into the day (its first point within a hold of the day's start)
+  continues the previous day's interval: it is down from the day's start only when the previous
+  day's partition has an interval of that GPU that ran to the day's end (``carried``);
+  otherwise the GPU worked or was reset since, and the sticky value is not downtime. With no
+  previous day's partition (the first day landed, or a day landed before the one before it),
+  the day is judged alone: down from its start until the first active hour or a reset.
 
 Values that are no XID (NaN, negative, fractional) and points whose ``gpu`` label is not a GPU
 index are not used (a value holds the one just before it, never across a gap) and are
@@ -38,6 +43,7 @@ from transforms.helpers.intervals import clip_intervals
 SCHEMA = DOWNTIME_INTERVAL
 SOURCE = DCGM_XID
 ACTIVE_MEAN = 0.05  # an hour's mean of its best activity signal (as a 0-1 ratio) at or above this is real work
+HOLD_STEPS = 1.5  # a point holds its value this many sample steps at most (a late scrape is no gap)
 UNREADABLE_VALUE, UNREADABLE_GPU = "XID_NOT_A_CODE", "XID_GPU_LABEL"
 # Per GPU and hour of a cluster's day, the best activity signal's mean as a 0-1 ratio
 # (staging.stg_dcgm__gpu_hourly; MIG instances: their busiest); parameters: cluster, day, threshold.
@@ -48,6 +54,12 @@ WHERE cluster = ? AND day = ?
 GROUP BY hostname, gpu, hour
 HAVING max(coalesce(sm_active_sum / nullif(sm_active_n, 0), gr_engine_active_sum / nullif(gr_engine_active_n, 0),
                     gpu_util_sum / nullif(gpu_util_n, 0) / 100)) >= ?
+"""
+
+# The previous day's intervals that ran to its end (a value carried into the day continues them);
+# parameters: cluster, previous day, the day's start.
+CARRIED_SQL = """
+SELECT hostname, gpu, reason FROM staging.stg_dcgm__gpu_xid WHERE cluster = ? AND day = ? AND end_ts = ?
 """
 
 
@@ -110,9 +122,10 @@ def quarantine_xid(bad: pl.DataFrame, cluster: str, source: str, partition_key: 
 def critical_runs(codes: pl.DataFrame, step_seconds: int) -> pl.DataFrame:
     """``hostname, gpu, code, start_ts, end_ts``: each run of one critical XID, points merged."""
     step = timedelta(seconds=step_seconds)
+    hold = timedelta(seconds=step_seconds * HOLD_STEPS)
     key = ["hostname", "gpu"]
     # a point that is no XID holds the value before it, across no gap (a gap is a value left out)
-    apart = ((pl.col("ts") - pl.col("ts").shift()) > step).fill_null(True).cast(pl.Int64).cum_sum().over(key)
+    apart = ((pl.col("ts") - pl.col("ts").shift()) > hold).fill_null(True).cast(pl.Int64).cum_sum().over(key)
     points = (
         codes.group_by(*key, "ts")
         .agg(pl.col("code").max())
@@ -122,10 +135,10 @@ def critical_runs(codes: pl.DataFrame, step_seconds: int) -> pl.DataFrame:
         .filter(pl.col("code").is_not_null())
         .with_columns(_next=pl.col("ts").shift(-1).over(key))
     )
-    until = pl.min_horizontal(pl.col("_next").fill_null(pl.col("ts") + step), pl.col("ts") + step)
+    until = pl.when(pl.col("_next") - pl.col("ts") <= hold).then(pl.col("_next")).otherwise(pl.col("ts") + step)
     pieces = points.select("hostname", "gpu", "code", pl.col("ts").alias("start_ts"), until.alias("end_ts"))
     critical = pieces.filter(pl.col("code").is_in(list(CRITICAL_XIDS)))
-    opened = (pl.col("code") != pl.col("code").shift()) | (pl.col("start_ts") != pl.col("end_ts").shift())
+    opened = (pl.col("code") != pl.col("code").shift()) | (pl.col("start_ts") > pl.col("end_ts").shift())
     run = opened.fill_null(True).cast(pl.Int64).cum_sum().over(key)
     return (
         critical.sort(*key, "start_ts")
@@ -136,18 +149,52 @@ def critical_runs(codes: pl.DataFrame, step_seconds: int) -> pl.DataFrame:
     )
 
 
+def _stretches(runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs with ``_stretch``: per GPU, consecutive runs of one XID (across gaps) share one,
+    and ``_from``: when the stretch's XID came (its first run's start)."""
+    key = ["hostname", "gpu"]
+    changed = (pl.col("code") != pl.col("code").shift()).fill_null(True).cast(pl.Int64).cum_sum().over(key)
+    ordered = runs.sort(*key, "start_ts").with_columns(_stretch=changed)
+    return ordered.with_columns(_from=pl.col("start_ts").min().over(*key, "_stretch"))
+
+
 def until_active(runs: pl.DataFrame, active_hours: pl.DataFrame) -> pl.DataFrame:
-    """The runs ended at the first active hour of their GPU that starts at or after their start."""
+    """The runs cut at the first active hour of their GPU that starts at or after their XID came
+    (``_stretches``); a run wholly after it is dropped."""
     hours = active_hours.select("hostname", pl.col("gpu").cast(pl.Int16), pl.col("hour").cast(pl.Datetime("us")))
+    stretched = _stretches(runs)
     firsts = (
-        runs.with_row_index("_id")
+        stretched.select("hostname", "gpu", "_stretch", "_from")
+        .unique()
         .join(hours, on=["hostname", "gpu"], how="inner")
-        .filter((pl.col("hour") >= pl.col("start_ts")) & (pl.col("hour") < pl.col("end_ts")))
-        .group_by("_id")
+        .filter(pl.col("hour") >= pl.col("_from"))
+        .group_by("hostname", "gpu", "_stretch")
         .agg(pl.col("hour").min().alias("_active"))
     )
-    ended = runs.with_row_index("_id").join(firsts, on="_id", how="left")
-    return ended.with_columns(end_ts=pl.min_horizontal("end_ts", "_active")).drop("_id", "_active")
+    ended = stretched.join(firsts, on=["hostname", "gpu", "_stretch"], how="left")
+    cut = ended.with_columns(end_ts=pl.min_horizontal("end_ts", "_active"))
+    return cut.filter(pl.col("end_ts") > pl.col("start_ts")).drop("_stretch", "_from", "_active")
+
+
+def carried_over(runs: pl.DataFrame, carried: pl.DataFrame | None, start: datetime, step_seconds: int) -> pl.DataFrame:
+    """The runs with a critical value carried into the day (first point within a hold of
+    ``start``): kept from ``start`` when the GPU was down at the previous day's end (``carried``:
+    hostname, gpu of its intervals that ran to its end; the same XID continues, another one came
+    at midnight), dropped otherwise (a sticky value the GPU worked through, or was reset since);
+    every run as is when ``carried`` is None (no previous day to judge by)."""
+    if carried is None:
+        return runs
+    hold = timedelta(seconds=step_seconds * HOLD_STEPS)
+    stretched = _stretches(runs)
+    first = stretched.filter(pl.col("_stretch") == 1)
+    at_start = first.filter(pl.col("_from") <= pl.lit(start) + hold)
+    known = carried.select("hostname", pl.col("gpu").cast(pl.Int16)).unique()
+    kept = at_start.join(known, on=["hostname", "gpu"], how="semi")
+    kept = kept.with_columns(start_ts=pl.min_horizontal("start_ts", pl.lit(start)))
+    rest = stretched.join(
+        at_start.select("hostname", "gpu", "_stretch"), on=["hostname", "gpu", "_stretch"], how="anti"
+    )
+    return pl.concat([rest, kept]).drop("_stretch", "_from").sort("hostname", "gpu", "start_ts")
 
 
 def stg_dcgm__gpu_xid(
@@ -157,11 +204,15 @@ def stg_dcgm__gpu_xid(
     start: datetime,
     end: datetime,
     step_seconds: int,
+    carried: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Rows in SCHEMA for ``[start, end)``; ``codes`` from ``screen_xid``, ``active_hours``:
-    ``hostname, gpu, hour`` of the hours with real activity (``ACTIVE_HOURS_SQL``)."""
+    ``hostname, gpu, hour`` of the hours with real activity (``ACTIVE_HOURS_SQL``); ``carried``:
+    ``hostname, gpu, reason`` of the previous day's intervals that ran to its end (``CARRIED_SQL``;
+    None: no previous day's partition)."""
     codes = codes.with_columns(pl.col("gpu").cast(pl.Int16), pl.col("ts").cast(pl.Datetime("us")))
-    runs = until_active(critical_runs(codes, step_seconds), active_hours)
+    runs = critical_runs(codes, step_seconds)
+    runs = until_active(carried_over(runs, carried, start, step_seconds), active_hours)
     rows = runs.with_columns(
         cluster=pl.lit(cluster),
         state=pl.lit(DOWN),

@@ -13,8 +13,9 @@ observed inventory places both the same way): one row per cluster, node, hour an
 - A snapshot landed with several days (a saved file read at the same time every day) counts once.
 - ``gpu:<type>:<n>`` is ``n`` whole GPUs, unless the type names a MIG profile
   (``gpu:a100_3g.20gb:2``: 2 instances of ``3g.20gb``); an untyped ``gpu:<n>`` is whole GPUs.
-- Counts of 0 (a node without GPUs) and nodes in the ``FUTURE`` state (declared in slurm.conf,
-  not yet in service) are left out.
+- Counts of 0 (a node without GPUs) and nodes whose state holds a flag of
+  ``contracts.slurm_nodes.NOT_CAPACITY_FLAGS`` (``FUTURE``: declared in slurm.conf, not yet in
+  service; a cloud or power-saving node powered down or powering down) are left out.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from datetime import datetime, timedelta
 
 import polars as pl
 
+from contracts.slurm_nodes import NOT_CAPACITY_FLAGS
 from transforms.staging.stg_kube__node_capacity import SCHEMA
 
 __all__ = ["SCHEMA", "stg_slurm__node_capacity"]
 
-FUTURE = "FUTURE"
 _KEY = ["cluster", "hostname", "hour", "gpu_i_profile"]
 
 
@@ -57,7 +58,9 @@ def stg_slurm__node_capacity(snapshots: pl.DataFrame, start: datetime, end: date
     (with their ``day``): those of the snapshot in effect at ``start`` and those read after it."""
     once = snapshots.filter(pl.col("day") == pl.col("day").max().over("cluster", "read_at"))
     in_effect = snapshots_in_effect(once, start, end)
-    nodes = once.filter((pl.col("gpus") > 0) & ~pl.col("state").str.contains(FUTURE, literal=True))
+    flags = pl.col("state").str.to_uppercase().str.split("+")
+    absent = flags.list.eval(pl.element().str.strip_chars("*~#%$@^!").is_in(list(NOT_CAPACITY_FLAGS))).list.any()
+    nodes = once.filter((pl.col("gpus") > 0) & ~absent)
     return (
         in_effect.join(nodes, on=["cluster", "read_at"])
         .select(
