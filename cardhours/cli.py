@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cardhours.cli_job import job
 from cardhours.cli_ledger import close, ledger_app
+from cardhours.cli_notices import notify_users
 from cardhours.cli_reports import index
 from cardhours.cli_summary import print_summary
 from cardhours.cli_support import ALL_DAYS, BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
@@ -29,6 +30,7 @@ app.add_typer(ledger_app, name="ledger")
 app.command()(close)
 app.command()(job)
 app.command()(index)
+app.command("notify-users")(notify_users)
 _load_or_exit = load_or_exit
 _month = month_option
 

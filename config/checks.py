@@ -20,6 +20,7 @@ def cross_check(config: Config) -> list[tuple[Loc, str]]:
         *_mapping_clusters(config),
         *_quotas(config),
         *_mail(config),
+        *_notices(config),
     ]
 
 
@@ -106,4 +107,17 @@ def _mail(config: Config) -> list[tuple[Loc, str]]:
     """E-mail alerts need a relay to send through."""
     if config.alerts is not None and config.alerts.recipients and config.smtp is None:
         return [(("smtp",), "required section is missing: [alerts] recipients need [smtp] (host, from_address)")]
+    return []
+
+
+def _notices(config: Config) -> list[tuple[Loc, str]]:
+    """Notices that are enabled are sent, through the relay (a dry run needs neither)."""
+    if config.notices is not None and config.notices.enabled and config.smtp is None:
+        return [
+            (
+                ("smtp",),
+                "required section is missing: [notices] enabled = true sends through [smtp] "
+                "(host, from_address); add it, or set enabled = false and review with --dry-run",
+            )
+        ]
     return []

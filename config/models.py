@@ -13,6 +13,7 @@ from config.checks import cross_check
 from config.close import CloseConfig
 from config.cluster import ClusterConfig, MetricsConfig, PrometheusConfig, SlurmConfig
 from config.inventory import InventoryConfig, NodeGroup
+from config.notices import NoticesConfig
 from config.org import AccountMapping, Department, Division, NamespaceMapping, OrgConfig
 from config.policy import FlagsConfig, QuotasConfig, RatesConfig
 from config.schedule import ScheduleConfig
@@ -34,6 +35,7 @@ __all__ = [
     "MetricsConfig",
     "NamespaceMapping",
     "NodeGroup",
+    "NoticesConfig",
     "OrgConfig",
     "PrometheusConfig",
     "QuotasConfig",
@@ -102,6 +104,7 @@ class Config(StrictModel):
     close: CloseConfig = Field(default_factory=CloseConfig)
     smtp: SmtpConfig | None = None
     alerts: AlertsConfig | None = None
+    notices: NoticesConfig | None = None
 
     @model_validator(mode="after")
     def _cross_check(self) -> Config:

@@ -48,6 +48,7 @@ from transforms.staging import (
     stg_slurm__jobs,
 )
 from warehouse import connect
+from warehouse.user_notices import SCHEMA as USER_NOTICES_SCHEMA
 
 SQL_TYPES = {
     pl.String(): "VARCHAR",
@@ -111,6 +112,7 @@ CONTRACTS = (
     Contract("marts.fct_chargeback_jobs", fct_chargeback_jobs.SCHEMA),
     Contract("marts.chargeback_ledger_jobs", fct_chargeback_jobs.SCHEMA, FROZEN),
     Contract("marts.mart_chargeback_reconciliation", mart_chargeback_reconciliation.SCHEMA),
+    Contract("meta.user_notices", USER_NOTICES_SCHEMA),
 )
 
 

@@ -1,0 +1,111 @@
+"""``cardhours notify-users``: tell users about their own wasted GPU time (docs/reports.md, "Notices to users").
+
+The month's flagged jobs (marts.fct_job_flags) become one notice per user (reports/user_notice_*).
+``--dry-run DIR`` writes the messages and a summary to DIR and sends nothing (the warehouse is
+read read-only, ``[smtp]`` and ``enabled`` are not needed). Without it, each notice goes through
+``[smtp]`` and is recorded in meta.user_notices, which the rate limit reads; the warehouse lock is
+held meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+from pathlib import Path
+from typing import Annotated
+
+import duckdb
+import typer
+
+from cardhours.cli_support import BUSY_EXIT, fail, load_or_exit, locked, month_option, opened, out, require_warehouse
+from config import Config, NoticesConfig
+
+DONT = "no notices"
+
+
+def notify_users(
+    month: Annotated[str, typer.Option(help="The month whose flagged jobs to tell, YYYY-MM.", callback=month_option)],
+    config: Annotated[Path, typer.Option("--config", help="The TOML config file.")],
+    dry_run: Annotated[
+        Path | None, typer.Option("--dry-run", help="Write each message to DIR as .eml, and a summary; send nothing.")
+    ] = None,
+) -> None:
+    """Mail each user with flagged jobs in the month what they wasted, why and what to do (config section
+    notices).
+    Users opted out, without an address, notified within period_days or below min_wasted_gpu_hours
+    are skipped and listed with the reason. Exit 1 when a message could not be sent, 2 on a bad
+    config or address file, 75 while the warehouse is being written."""
+    settings = load_or_exit(config)
+    notices = _notices(settings, config, dry_run is not None)
+    from cardhours.notices_run import policy_of
+
+    policy = policy_of(notices, lambda message: fail(DONT, message, 2))
+    first = date.fromisoformat(month + "-01")
+    if dry_run is not None:
+        with _read_only(settings) as conn:
+            _dry_run(conn, settings, policy, first, dry_run)
+        return
+    with locked(settings.warehouse.path, "cardhours notify-users", DONT), opened(settings, DONT) as conn:
+        _send(conn, settings, policy, first)
+
+
+def _notices(settings: Config, config: Path, dry_run: bool) -> NoticesConfig:
+    if settings.notices is None:
+        raise fail(DONT, f"{config} has no [notices] section: add one (docs/reports.md, 'Notices to users')", 2)
+    if not dry_run and not settings.notices.enabled:
+        raise fail(DONT, f"[notices] enabled is false in {config}: set enabled = true to send, "
+                   "or review the messages first with --dry-run DIR", 2)  # fmt: skip
+    return settings.notices
+
+
+def _read_only(settings: Config) -> duckdb.DuckDBPyConnection:
+    from warehouse import connect
+    from warehouse.lock import busy_holder
+
+    path = settings.warehouse.path
+    require_warehouse(path, DONT)
+    busy = busy_holder(path)
+    if busy is not None:
+        raise fail(DONT, f"{busy} (a dry run reads the warehouse when nothing writes it)", BUSY_EXIT)
+    try:
+        return connect(path, read_only=True)
+    except duckdb.IOException as exc:
+        raise fail(DONT, f"warehouse {path} is open for writing by another program; try again when it is done: "
+                   f"{str(exc).splitlines()[0]}", BUSY_EXIT) from exc  # fmt: skip
+
+
+def _dry_run(conn, settings: Config, policy, month: date, directory: Path) -> None:
+    from cardhours.notices_run import prepare, print_skipped
+    from reports.user_notice_mail import DRY_RUN_FROM, write_dry_run
+
+    sender = settings.smtp.from_address if settings.smtp else DRY_RUN_FROM
+    messages, skipped = prepare(conn, settings, policy, month, sender, _unbuilt)
+    summary = write_dry_run(directory, messages, skipped)
+    for notice, _ in messages:
+        out.print(f"would notify {notice.user} <{notice.address}>: {len(notice.jobs) + notice.more_jobs} job(s), "
+                  f"{notice.wasted_gpu_hours:.1f} GPU-hours", highlight=False, markup=False)  # fmt: skip
+    print_skipped(skipped)
+    out.print(f"dry run: {len(messages)} message(s) written to {directory}, summary {summary}; nothing sent",
+              highlight=False, markup=False)  # fmt: skip
+
+
+def _send(conn, settings: Config, policy, month: date) -> None:
+    from cardhours.notices_run import prepare, print_skipped, recorder
+    from reports.user_notice_mail import send_notices
+
+    assert settings.smtp is not None  # config/checks.py: enabled notices need [smtp]
+    messages, skipped = prepare(conn, settings, policy, month, settings.smtp.from_address, _unbuilt)
+    print_skipped(skipped)
+    progress = lambda line: out.print(line, highlight=False, markup=False)  # noqa: E731
+    failures = send_notices(settings.smtp, os.environ, messages, recorder(conn, month), progress)
+    sent = len(messages) - len(failures)
+    out.print(f"{sent} notice(s) sent for {month:%Y-%m} through {settings.smtp.host}:{settings.smtp.port}, "
+              f"recorded in meta.user_notices of {settings.warehouse.path}", highlight=False, markup=False)  # fmt: skip
+    if failures:
+        raise fail(DONT, f"{len(failures)} notice(s) not sent (run again to retry them; the sent ones are "
+                   "recorded and not sent twice):\n" + "\n".join(failures))  # fmt: skip
+
+
+def _unbuilt(month: date, settings: Config) -> typer.Exit:
+    return fail(DONT, f"month {month:%Y-%m} is not built in {settings.warehouse.path}: run it first "
+                f"(cardhours run --month {month:%Y-%m})")  # fmt: skip
