@@ -8,6 +8,7 @@ texts come from contracts/flags.py). It ends with how to opt out.
 
 from __future__ import annotations
 
+import textwrap
 from datetime import datetime
 
 from reports.user_notice_select import FlaggedJob, Notice
@@ -35,7 +36,15 @@ def notice_body(notice: Notice, contact: str | None) -> str:
         plural = "s" if notice.more_jobs > 1 else ""
         lines += ["", f"{notice.more_jobs} more flagged job{plural} not listed here wasted less than those above."]
     lines += ["", *_footer(contact)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(_wrap(line) for line in lines) + "\n"
+
+
+def _wrap(line: str) -> str:
+    """A line folded at WIDTH, its continuation indented under its text (after a "Why: " label)."""
+    body = line.lstrip()
+    label = next((x for x in ("Why: ", "What to do: ", "Wasted: ") if body.startswith(x)), "")
+    indent = " " * (len(line) - len(body) + len(label))
+    return textwrap.fill(line, WIDTH, subsequent_indent=indent, break_on_hyphens=False) if line else line
 
 
 def _job_lines(number: int, job: FlaggedJob, currency: str | None) -> list[str]:
@@ -43,12 +52,14 @@ def _job_lines(number: int, job: FlaggedJob, currency: str | None) -> list[str]:
     lines = [
         f"{number}. Job {job.job_id}{name} on cluster {job.cluster}",
         f"   Ran {_when(job.start_time, job.end_time)}",
-        f"   {job.gpus:g} GPU(s){' ' + job.gpu_model if job.gpu_model else ''}, {job.gpu_hours:,.1f} GPU-hours, "
+        f"   {_gpus(job.gpus, job.gpu_model)}, {job.gpu_hours:,.1f} GPU-hours, "
         f"busy {_share(job.utilization)} of the time",
         f"   Wasted: {job.wasted_gpu_hours:,.1f} GPU-hours{_cost(job.wasted_cost, currency)}",
     ]
     for reason in job.reasons:
-        lines.append(f"   Why: {reason.summary} ({reason.code}). {reason.detail}".rstrip())
+        lines.append(
+            f"   Why: {reason.summary[:1].upper()}{reason.summary[1:]} ({reason.code}). {reason.detail}".rstrip()
+        )
         lines.append(f"   What to do: {reason.recommendation}")
     return lines
 
@@ -68,6 +79,14 @@ def _when(start: datetime | None, end: datetime | None) -> str:
     if end is None:
         return f"from {start:%Y-%m-%d %H:%M} UTC (still running)"
     return f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC"
+
+
+def _gpus(gpus: float, model: str | None) -> str:
+    """``8 GPUs H100``; a MIG slice (a fraction of a GPU) by its model and profile alone."""
+    if gpus < 1 and model:
+        return f"a {model} slice"
+    count = f"{gpus:g} GPU" + ("" if gpus == 1 else "s")
+    return f"{count} {model}" if model else count
 
 
 def _share(value: float | None) -> str:

@@ -13,7 +13,7 @@ from datetime import date, datetime
 import duckdb
 import polars as pl
 
-from warehouse.connection import read_frame
+from warehouse.connection import first_row, read_frame
 
 TABLE = "meta.user_notices"
 SCHEMA: dict[str, pl.DataType] = {
@@ -38,7 +38,7 @@ FLAGS_SQL = """
 
 def month_built(conn: duckdb.DuckDBPyConnection, month: date) -> bool:
     """Whether the month's job marts hold rows (the month was built)."""
-    return conn.execute("SELECT count(*) FROM marts.fct_job_usage WHERE month = ?", [month]).fetchone()[0] > 0
+    return first_row(conn, "SELECT count(*) FROM marts.fct_job_usage WHERE month = ?", [month])[0] > 0
 
 
 def month_flags(conn: duckdb.DuckDBPyConnection, month: date) -> pl.DataFrame:
@@ -48,7 +48,7 @@ def month_flags(conn: duckdb.DuckDBPyConnection, month: date) -> pl.DataFrame:
 def has_ledger(conn: duckdb.DuckDBPyConnection) -> bool:
     """False on a warehouse opened read-only before migration 0029 (no notice was ever sent)."""
     sql = "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'meta' AND table_name = 'user_notices'"
-    return conn.execute(sql).fetchone()[0] > 0
+    return first_row(conn, sql)[0] > 0
 
 
 def read_ledger(conn: duckdb.DuckDBPyConnection) -> pl.DataFrame:

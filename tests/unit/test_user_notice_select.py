@@ -107,14 +107,17 @@ def test_the_words_name_jobs_waste_reason_and_recommendation() -> None:
     amy = next(n for n in _select()[0] if n.user == "amy")
     subject, body = notice_subject(amy), notice_body(amy, "gpu-help@example.org")
     assert subject == "[cardhours] Your GPU jobs in March 2026: 50 GPU-hours unused"
-    assert "In March 2026, 3 of your GPU jobs held GPUs that did little or no work: 50.0 GPU-hours" in body
+    assert "In March 2026, 3 of your GPU jobs held GPUs that did little or no work: 50.0" in body
     assert "1. Job 11 (train-11) on cluster sim" in body
     assert "Ran 2026-03-04 10:00 to 2026-03-04 20:00 UTC" in body
-    assert "4 GPU(s) H100, 40.0 GPU-hours, busy 0% of the time" in body
+    assert "4 GPUs H100, 40.0 GPU-hours, busy 0% of the time" in body
+    assert max(len(line) for line in body.splitlines()) <= 76
     assert "Wasted: 39.0 GPU-hours (about 97.50 EUR at list prices)" in body
+    flat = " ".join(line.strip() for line in body.splitlines())
     for code in ("ZERO_UTIL", "MEMORY_HELD_IDLE", "IDLE_TAIL"):
-        assert f"Why: {flag_reason(code).summary} ({code}). evidence of {code}" in body
-        assert f"What to do: {flag_reason(code).recommendation}" in body
+        summary = flag_reason(code).summary
+        assert f"Why: {summary[0].upper()}{summary[1:]} ({code}). evidence of {code}" in flat
+        assert f"What to do: {flag_reason(code).recommendation}" in flat
     assert "1 more flagged job not listed" in body and "OVERSIZED" not in body
     assert "write to gpu-help@example.org" in body
 
