@@ -10,6 +10,7 @@ held meanwhile.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from datetime import date
 from pathlib import Path
 from typing import Annotated
@@ -17,7 +18,17 @@ from typing import Annotated
 import duckdb
 import typer
 
-from cardhours.cli_support import BUSY_EXIT, fail, load_or_exit, locked, month_option, opened, out, require_warehouse
+from cardhours.cli_support import (
+    BUSY_EXIT,
+    console,
+    fail,
+    load_or_exit,
+    locked,
+    month_option,
+    opened,
+    out,
+    require_warehouse,
+)
 from config import Config, NoticesConfig
 
 DONT = "no notices"
@@ -37,16 +48,20 @@ def notify_users(
     config or address file, 75 while the warehouse is being written."""
     settings = load_or_exit(config)
     notices = _notices(settings, config, dry_run is not None)
-    from cardhours.notices_run import policy_of
+    from config.notice_files import NoticeFileError
+    from reports.user_notice_run import policy_of
 
-    policy = policy_of(notices, lambda message: fail(DONT, message, 2))
+    try:
+        policy_of(notices)  # the files, before the warehouse is opened
+    except NoticeFileError as error:
+        raise fail(DONT, str(error), 2) from None
     first = date.fromisoformat(month + "-01")
     if dry_run is not None:
         with _read_only(settings) as conn:
-            _dry_run(conn, settings, policy, first, dry_run)
+            _dry_run(conn, settings, first, dry_run)
         return
     with locked(settings.warehouse.path, "cardhours notify-users", DONT), opened(settings, DONT) as conn:
-        _send(conn, settings, policy, first)
+        _send(conn, settings, first)
 
 
 def _notices(settings: Config, config: Path, dry_run: bool) -> NoticesConfig:
@@ -74,30 +89,30 @@ def _read_only(settings: Config) -> duckdb.DuckDBPyConnection:
                    f"{str(exc).splitlines()[0]}", BUSY_EXIT) from exc  # fmt: skip
 
 
-def _dry_run(conn, settings: Config, policy, month: date, directory: Path) -> None:
-    from cardhours.notices_run import prepare, print_skipped
+def _dry_run(conn, settings: Config, month: date, directory: Path) -> None:
     from reports.user_notice_mail import DRY_RUN_FROM, write_dry_run
 
     sender = settings.smtp.from_address if settings.smtp else DRY_RUN_FROM
-    messages, skipped = prepare(conn, settings, policy, month, sender, _unbuilt)
+    messages, skipped = _prepare(conn, settings, month, sender)
     summary = write_dry_run(directory, messages, skipped)
     for notice, _ in messages:
         out.print(f"would notify {notice.user} <{notice.address}>: {len(notice.jobs) + notice.more_jobs} job(s), "
                   f"{notice.wasted_gpu_hours:.1f} GPU-hours", highlight=False, markup=False)  # fmt: skip
-    print_skipped(skipped)
+    _print_skipped(skipped)
     out.print(f"dry run: {len(messages)} message(s) written to {directory}, summary {summary}; nothing sent",
               highlight=False, markup=False)  # fmt: skip
 
 
-def _send(conn, settings: Config, policy, month: date) -> None:
-    from cardhours.notices_run import prepare, print_skipped, recorder
+def _send(conn, settings: Config, month: date) -> None:
+    from pipelines.landing import utc_now
     from reports.user_notice_mail import send_notices
+    from reports.user_notice_run import recorder
 
     assert settings.smtp is not None  # config/checks.py: enabled notices need [smtp]
-    messages, skipped = prepare(conn, settings, policy, month, settings.smtp.from_address, _unbuilt)
-    print_skipped(skipped)
+    messages, skipped = _prepare(conn, settings, month, settings.smtp.from_address)
+    _print_skipped(skipped)
     progress = lambda line: out.print(line, highlight=False, markup=False)  # noqa: E731
-    failures = send_notices(settings.smtp, os.environ, messages, recorder(conn, month), progress)
+    failures = send_notices(settings.smtp, os.environ, messages, recorder(conn, month, utc_now), progress)
     sent = len(messages) - len(failures)
     out.print(f"{sent} notice(s) sent for {month:%Y-%m} through {settings.smtp.host}:{settings.smtp.port}, "
               f"recorded in meta.user_notices of {settings.warehouse.path}", highlight=False, markup=False)  # fmt: skip
@@ -106,6 +121,27 @@ def _send(conn, settings: Config, policy, month: date) -> None:
                    "recorded and not sent twice):\n" + "\n".join(failures))  # fmt: skip
 
 
-def _unbuilt(month: date, settings: Config) -> typer.Exit:
-    return fail(DONT, f"month {month:%Y-%m} is not built in {settings.warehouse.path}: run it first "
-                f"(cardhours run --month {month:%Y-%m})")  # fmt: skip
+def _prepare(conn, settings: Config, month: date, sender: str) -> tuple[list, list]:
+    from pipelines.landing import utc_now
+    from reports.user_notice_run import prepare
+    from warehouse.user_notices import month_built
+
+    if not month_built(conn, month):
+        raise fail(DONT, f"month {month:%Y-%m} is not built in {settings.warehouse.path}: run it first "
+                   f"(cardhours run --month {month:%Y-%m})")  # fmt: skip
+    assert settings.notices is not None
+    prepared = prepare(conn, settings.notices, sender, month, utc_now())
+    out.print(f"{month:%Y-%m}: {prepared.flags} flag(s) of {prepared.users} user(s) in {settings.warehouse.path}",
+              highlight=False, markup=False)  # fmt: skip
+    return prepared.messages, prepared.skipped
+
+
+def _print_skipped(skipped: list) -> None:
+    from reports.user_notice_select import SKIPS
+
+    counts = Counter(s.skip for s in skipped)
+    if counts:
+        out.print("skipped: " + ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in SKIPS if counts[k]),
+                  highlight=False, markup=False)  # fmt: skip
+    for s in skipped:
+        console.print(f"  {s.user}: {s.why}", highlight=False, markup=False)

@@ -29,6 +29,7 @@ from pipelines.assets.marts import (
     mart_cluster_monthly_asset,
     mart_department_monthly_asset,
 )
+from pipelines.assets.notices import user_notices
 from pipelines.assets.reports import review_html
 from pipelines.assets.review import fct_job_flags_asset, mart_user_monthly_asset
 from pipelines.assets.staging import (
@@ -73,6 +74,7 @@ ASSETS = [
     review_html,
     *CHARGEBACK_ASSETS,
     archive_index,
+    user_notices,
 ]
 
 

@@ -140,6 +140,7 @@ MONTH_LANDED = Node("meta.month_landed", MONTH, "meta")  # the monthly gate: eve
 REVIEW_HTML = Node("reports.review_html", MONTH, "reports")
 CHARGEBACK_EXPORT = Node("reports.chargeback_export", MONTH, "chargeback")
 ARCHIVE_INDEX = Node("reports.archive_index", MONTH, "reports")  # <reports dir>/index.html, after a month's files
+USER_NOTICES = Node("reports.user_notices", MONTH, "reports")  # [notices] mail to users; rows in meta.user_notices
 
 NODES: tuple[Node, ...] = tuple(value for value in list(globals().values()) if isinstance(value, Node))
 TABLES: tuple[Table, ...] = tuple(node for node in NODES if isinstance(node, Table))

@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from dagster import DagsterInstance
+from dagster import AssetKey, DagsterInstance
 
 from pipelines.assets.gate import GATE_STEP
 from pipelines.definitions import build_definitions
@@ -149,3 +149,25 @@ def test_3_a_second_run_within_the_period_sends_none(site: dict, smtp: SmtpServe
     assert "0 notice(s) sent" in done.stdout
     assert f"{len(site['expected'])} already notified" in done.stdout
     assert len(smtp.messages) == before and _ledger(site).height == len(site["expected"])
+
+
+def test_4_the_monthly_asset_sends_what_the_ledger_lacks(site: dict, smtp: SmtpServer) -> None:
+    """The monthly job's reports/user_notices on the same warehouse: a user whose ledger row is
+    gone is told again, the others are already notified; nothing else is sent."""
+    again = sorted(site["expected"])[0]
+    with duckdb.connect(str(site["config"].with_name("cardhours.duckdb"))) as conn:
+        conn.execute("DELETE FROM meta.user_notices WHERE user_name = ?", [again])
+    before = len(smtp.messages)
+    definitions = build_definitions(str(site["config"]))
+    monthly = definitions.resolve_job_def("monthly_review")
+    with DagsterInstance.ephemeral() as instance:
+        result = monthly.execute_in_process(
+            partition_key="2026-03-01", instance=instance, asset_selection=[AssetKey(["reports", "user_notices"])]
+        )
+    assert result.success
+    (materialization,) = result.asset_materializations_for_node("reports__user_notices")
+    metadata = {key: value.value for key, value in materialization.metadata.items()}
+    assert metadata["sent"] == 1 and metadata["skipped_already_notified"] == len(site["expected"]) - 1
+    (message,) = smtp.wait_for(before + 1, 30)[before:]
+    assert message["To"] == site["expected"][again]
+    assert _ledger(site).height == len(site["expected"])
