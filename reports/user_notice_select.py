@@ -18,6 +18,7 @@ from datetime import date, datetime, timedelta
 
 import polars as pl
 
+from config.alerts import is_address
 from contracts.flags import REASON_RANK, SEVERITY_RANK, flag_reason
 
 NO_USER = "(no user)"  # runs without a user name (Kubernetes records none)
@@ -27,7 +28,7 @@ SKIPS = {  # why a user gets no notice, in the order they are checked
     "below_threshold": "wasted less than [notices] min_wasted_gpu_hours",
     "already_notified": "already notified about this month (meta.user_notices)",
     "rate_limited": "notified within [notices] period_days",
-    "no_address": "no address: not in [notices] addresses_file and no domain",
+    "no_address": "no address: not in [notices] addresses_file, and no domain (or it makes no address of the name)",
 }
 RUN = ["cluster", "job_id_raw", "start_time"]
 
@@ -116,7 +117,10 @@ def address_of(user: str, policy: Policy) -> str | None:
     """The user's address: the addresses file first, else the domain pattern, else none."""
     if user in policy.addresses:
         return policy.addresses[user]
-    return policy.domain.replace("{user}", user) if policy.domain else None
+    if policy.domain is None:
+        return None
+    address = policy.domain.replace("{user}", user)
+    return address if is_address(address) else None  # a user name that makes no address (a space, a comma)
 
 
 def _skip(

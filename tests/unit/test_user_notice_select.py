@@ -76,6 +76,8 @@ def test_each_user_once_with_the_most_wasteful_jobs_first() -> None:
 def test_no_address_without_file_entry_or_domain() -> None:
     policy = Policy({"bob": "robert@lab.example"}, None, frozenset(), 30, 0.0, 10)
     assert address_of("amy", policy) is None
+    assert address_of("bob smith", POLICY) is None and address_of("a,b", POLICY) is None  # no header injection
+    assert address_of("o'neil", POLICY) == "o'neil@uni.example"
     notices, skipped = _select(policy=policy)
     assert [n.user for n in notices] == ["bob"]
     assert {s.user: s.skip for s in skipped}["amy"] == "no_address"
