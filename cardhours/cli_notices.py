@@ -41,11 +41,10 @@ def notify_users(
         Path | None, typer.Option("--dry-run", help="Write each message to DIR as .eml, and a summary; send nothing.")
     ] = None,
 ) -> None:
-    """Mail each user with flagged jobs in the month what they wasted, why and what to do (config section
-    notices).
-    Users opted out, without an address, notified within period_days or below min_wasted_gpu_hours
-    are skipped and listed with the reason. Exit 1 when a message could not be sent, 2 on a bad
-    config or address file, 75 while the warehouse is being written."""
+    """Mail each user with flagged jobs in the month what they wasted, why and what to do (the
+    config's notices section). Users opted out, without an address, notified within period_days
+    or below min_wasted_gpu_hours are skipped and listed with the reason. Exit 1 when a message
+    could not be sent, 2 on a bad config or address file, 75 while the warehouse is written."""
     settings = load_or_exit(config)
     notices = _notices(settings, config, dry_run is not None)
     from config.notice_files import NoticeFileError
