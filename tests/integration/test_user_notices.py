@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from email import message_from_bytes, policy
 from pathlib import Path
 
@@ -171,3 +171,25 @@ def test_4_the_monthly_asset_sends_what_the_ledger_lacks(site: dict, smtp: SmtpS
     (message,) = smtp.wait_for(before + 1, 30)[before:]
     assert message["To"] == site["expected"][again]
     assert _ledger(site).height == len(site["expected"])
+
+
+def test_5_a_notice_about_an_earlier_month_within_the_period_holds_the_next_one(site: dict, smtp: SmtpServer) -> None:
+    """The rate limit across months: told about February 5 days ago, a user gets no March notice
+    (period_days = 30); told 40 days ago, the user does."""
+    recent, old = sorted(site["expected"])[:2]
+    now = datetime.now(UTC).replace(tzinfo=None)
+    with duckdb.connect(str(site["config"].with_name("cardhours.duckdb"))) as conn:
+        for user, days in ((recent, 5), (old, 40)):
+            conn.execute(
+                "UPDATE meta.user_notices SET month = DATE '2026-02-01', sent_at = ? WHERE user_name = ?",
+                [now - timedelta(days=days), user],
+            )
+    before = len(smtp.messages)
+    done = _notify(site)
+    assert "1 notice(s) sent" in done.stdout and "1 rate limited" in done.stdout
+    assert f"  {recent}: notified within [notices] period_days: last notice" in done.stderr  # per user, on stderr
+    (message,) = smtp.wait_for(before + 1, 30)[before:]
+    assert message["To"] == site["expected"][old]
+    rows = set(_ledger(site).filter(pl.col("user_name").is_in([recent, old])).select("user_name", "month").rows())
+    feb, mar = date(2026, 2, 1), date(2026, 3, 1)
+    assert rows == {(recent, feb), (old, feb), (old, mar)}  # the held user has no March row
