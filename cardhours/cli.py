@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cardhours.cli_deliver import deliver
 from cardhours.cli_job import job
 from cardhours.cli_ledger import close, ledger_app
+from cardhours.cli_notices import notify_users
 from cardhours.cli_publish import publish
 from cardhours.cli_reports import index
 from cardhours.cli_summary import print_summary
@@ -33,6 +34,7 @@ app.command()(job)
 app.command()(index)
 app.command()(deliver)
 app.command()(publish)
+app.command("notify-users")(notify_users)
 _load_or_exit = load_or_exit
 _month = month_option
 

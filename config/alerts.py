@@ -29,6 +29,10 @@ def _check_address(value: str) -> str:
     return value
 
 
+def is_address(value: str) -> bool:
+    return _ADDRESS.match(value) is not None
+
+
 Address = Annotated[str, AfterValidator(_check_address)]
 
 

@@ -21,6 +21,7 @@ def cross_check(config: Config) -> list[tuple[Loc, str]]:
         *_quotas(config),
         *_mail(config),
         *_delivery(config),
+        *_notices(config),
     ]
 
 
@@ -124,3 +125,16 @@ def _delivery(config: Config) -> list[tuple[Loc, str]]:
         if dept not in departments:
             problems.append((("delivery", "departments", dept), unknown("department", dept, departments)))
     return problems
+
+
+def _notices(config: Config) -> list[tuple[Loc, str]]:
+    """Notices that are enabled are sent, through the relay (a dry run needs neither)."""
+    if config.notices is not None and config.notices.enabled and config.smtp is None:
+        return [
+            (
+                ("smtp",),
+                "required section is missing: [notices] enabled = true sends through [smtp] "
+                "(host, from_address); add it, or set enabled = false and review with --dry-run",
+            )
+        ]
+    return []

@@ -14,6 +14,7 @@ from config.close import CloseConfig
 from config.cluster import ClusterConfig, MetricsConfig, PrometheusConfig, SlurmConfig
 from config.delivery import DeliveryConfig
 from config.inventory import InventoryConfig, NodeGroup
+from config.notices import NoticesConfig
 from config.org import AccountMapping, Department, Division, NamespaceMapping, OrgConfig
 from config.policy import FlagsConfig, QuotasConfig, RatesConfig
 from config.publish import PublishConfig
@@ -37,6 +38,7 @@ __all__ = [
     "MetricsConfig",
     "NamespaceMapping",
     "NodeGroup",
+    "NoticesConfig",
     "OrgConfig",
     "PrometheusConfig",
     "PublishConfig",
@@ -108,6 +110,7 @@ class Config(StrictModel):
     alerts: AlertsConfig | None = None
     delivery: DeliveryConfig | None = None
     publish: PublishConfig | None = None  # the marts copied to PostgreSQL (docs/publish.md)
+    notices: NoticesConfig | None = None
 
     @model_validator(mode="after")
     def _cross_check(self) -> Config:

@@ -31,6 +31,7 @@ from pipelines.assets.marts import (
     mart_cluster_monthly_asset,
     mart_department_monthly_asset,
 )
+from pipelines.assets.notices import user_notices
 from pipelines.assets.publish import publish_postgres
 from pipelines.assets.reports import review_html
 from pipelines.assets.review import fct_job_flags_asset, mart_user_monthly_asset
@@ -82,6 +83,7 @@ ASSETS = [
     archive_index,
     review_delivery,
     publish_postgres,
+    user_notices,
 ]
 
 

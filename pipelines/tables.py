@@ -163,6 +163,7 @@ CHARGEBACK_EXPORT = Node("reports.chargeback_export", MONTH, "chargeback")
 REVIEW_DELIVERY = Node("reports.review_delivery", MONTH, "reports")  # the month's mail, when [delivery] is set
 ARCHIVE_INDEX = Node("reports.archive_index", MONTH, "reports")  # <reports dir>/index.html, after a month's files
 PUBLISH_POSTGRES = Node("publish.postgres", MONTH, "publish")  # the public marts copied to [publish]'s PostgreSQL
+USER_NOTICES = Node("reports.user_notices", MONTH, "reports")  # [notices] mail to users; rows in meta.user_notices
 
 NODES: tuple[Node, ...] = tuple(value for value in list(globals().values()) if isinstance(value, Node))
 TABLES: tuple[Table, ...] = tuple(node for node in NODES if isinstance(node, Table))

@@ -29,7 +29,7 @@ def _by_key() -> dict[AssetKey, object]:
 def test_every_asset_is_a_registry_node_and_every_node_an_asset() -> None:
     declared = {node.key for node in NODES if not isinstance(node, Table) or node.group is not None}
     assert set(_by_key()) == declared
-    assert len(declared) == 37
+    assert len(declared) == 38
 
 
 def test_the_jobs_select_the_assets_of_their_grain() -> None:
@@ -52,9 +52,9 @@ def test_the_jobs_select_the_assets_of_their_grain() -> None:
         "staging__stg_slurm__node_capacity",
     ]
     monthly = definitions.resolve_job_def("monthly_review").graph.node_names()
-    assert len(monthly) == 23 and "meta__month_landed" in monthly and "reports__review_html" in monthly
+    assert len(monthly) == 24 and "meta__month_landed" in monthly and "reports__review_html" in monthly
     assert "reports__archive_index" in monthly and "reports__review_delivery" in monthly
-    assert "publish__postgres" in monthly
+    assert "publish__postgres" in monthly and "reports__user_notices" in monthly
 
 
 def test_lineage_names_the_writer_of_each_read_table() -> None:

@@ -9,6 +9,14 @@ import pytest
 from config import ConfigError, parse_config
 from tests.unit.config_cases import NG0, NG1, PROM, SOURCE, append, drop, example, problems_of, put, rename
 
+PUBLISH_SECTION = {"host": "db.example.org", "database": "analytics", "user": "cardhours"}
+
+
+def publish_on(data: dict) -> None:
+    """Switch on the example's commented-out [publish] section (a fresh copy for each case)."""
+    data["publish"] = dict(PUBLISH_SECTION, password_env="CARDHOURS_PUBLISH_PASSWORD")
+
+
 BROKEN = [
     # unknown keys, with suggestions
     (
@@ -239,13 +247,46 @@ BROKEN = [
     ("alerts-nowhere", [put("alerts.recipients", [])], "alerts.recipients", "need recipients, or webhook_url_env"),
     ("alerts-recipient", [put("alerts.recipients", ["ops"])], "alerts.recipients[0]", "not an e-mail address"),
     ("alerts-ui-url", [put("alerts.ui_url", "dagster.example.org")], "alerts.ui_url", ""),
-    # publication to PostgreSQL
-    ("publish-secret-in-file", [put("publish.password_env", "s3cret!")], "publish.password_env", "never the secret"),
-    ("publish-sslmode", [put("publish.sslmode", "on")], "publish.sslmode", "'verify-ca' or 'verify-full'"),
-    ("publish-schema", [put("publish.target_schema", "Cardhours")], "publish.target_schema", "lowercase a-z"),
-    ("publish-marts-twice", [put("publish.marts", ["fct_job_usage"] * 2)], "publish.marts", "named twice"),
-    ("publish-marts-none", [put("publish.marts", [])], "publish.marts", "leave the key out"),
-    ("publish-no-host", [drop("publish.host")], "publish.host", "required key is missing"),
+    # publication to PostgreSQL (the example's [publish] is commented out: publish_on switches it on)
+    (
+        "publish-secret-in-file",
+        [publish_on, put("publish.password_env", "s3cret!")],
+        "publish.password_env",
+        "never the secret",
+    ),
+    ("publish-sslmode", [publish_on, put("publish.sslmode", "on")], "publish.sslmode", "'verify-ca' or 'verify-full'"),
+    (
+        "publish-schema",
+        [publish_on, put("publish.target_schema", "Cardhours")],
+        "publish.target_schema",
+        "lowercase a-z",
+    ),
+    ("publish-marts-twice", [publish_on, put("publish.marts", ["fct_job_usage"] * 2)], "publish.marts", "named twice"),
+    ("publish-marts-none", [publish_on, put("publish.marts", [])], "publish.marts", "leave the key out"),
+    ("publish-no-host", [publish_on, drop("publish.host")], "publish.host", "required key is missing"),
+    (
+        "notices-without-smtp",
+        [drop("smtp"), drop("alerts"), put("notices.enabled", True)],
+        "smtp",
+        "[notices] enabled = true sends through [smtp]",
+    ),
+    (
+        "notices-no-address",
+        [drop("notices.domain"), drop("notices.addresses_file")],
+        "notices.addresses_file",
+        "set addresses_file, or domain, or both",
+    ),
+    ("notices-domain-no-user", [put("notices.domain", "@example.org")], "notices.domain", "{user} exactly once"),
+    ("notices-domain-bad", [put("notices.domain", "{user}")], "notices.domain", "does not make an e-mail address"),
+    ("notices-period", [put("notices.period_days", 0)], "notices.period_days", "greater than 0"),
+    (
+        "notices-threshold",
+        [put("notices.min_wasted_gpu_hours", -1.0)],
+        "notices.min_wasted_gpu_hours",
+        "greater than or equal to 0",
+    ),
+    ("notices-contact", [put("notices.contact", "help desk")], "notices.contact", "not an e-mail address"),
+    ("notices-unknown-key", [put("notices.optout", ["bob"])], "notices.optout", ""),
     # rates and quotas
     ("currency-lowercase", [put("rates.currency", "eur")], "rates.currency", "3-letter uppercase ISO 4217"),
     ("currency-long", [put("rates.currency", "EURO")], "rates.currency", "ISO 4217"),

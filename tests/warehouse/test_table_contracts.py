@@ -52,6 +52,7 @@ from transforms.staging import (
 )
 from warehouse import connect
 from warehouse.deliveries import DELIVERY_SCHEMA
+from warehouse.user_notices import SCHEMA as USER_NOTICES_SCHEMA
 
 SQL_TYPES = {
     pl.String(): "VARCHAR",
@@ -119,6 +120,7 @@ CONTRACTS = (
     Contract("marts.fct_chargeback_jobs", fct_chargeback_jobs.SCHEMA),
     Contract("marts.chargeback_ledger_jobs", fct_chargeback_jobs.SCHEMA, FROZEN),
     Contract("marts.mart_chargeback_reconciliation", mart_chargeback_reconciliation.SCHEMA),
+    Contract("meta.user_notices", USER_NOTICES_SCHEMA),
 )
 
 
