@@ -1,0 +1,100 @@
+"""The shipped recording rules evaluated over back-filled history, the way a site back-fills them.
+
+Prometheus evaluates recording rules only forward, from the moment it loads them; history gets
+them from ``promtool tsdb create-blocks-from rules``, which evaluates each rule with range
+queries against a running server and writes the results as blocks. A rule reading another
+rule's series needs that series in the server first, so ``recorded_history`` back-fills in
+passes (``rule_passes``): the rules of a pass read raw series or series recorded by earlier
+passes; after each pass a server is started again over the raw blocks plus every recorded block.
+
+``extra_args`` go to every server, e.g. ``--query.lookback-delta``: back-filled series carry
+no staleness markers, so with the default 5-minute lookback an ended series (a job's, when
+``hpc_job`` changes) is carried for up to 5 minutes after its last sample.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+
+from cardhours.bench.prometheus_server import PrometheusHarnessError, PrometheusServer, binary
+
+RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "cardhours-rules.yml"
+RULE_TESTS = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus" / "cardhours-rules.test.yml"
+
+
+def recording_rules(path: Path = RULES) -> list[dict]:
+    """Every recording rule of the file (``record``, ``expr``), in file order."""
+    groups = yaml.safe_load(path.read_text())["groups"]
+    return [rule for group in groups for rule in group["rules"] if "record" in rule]
+
+
+def rule_passes(rules: Sequence[dict]) -> list[list[dict]]:
+    """The rules in back-fill passes: a rule goes in the first pass after those of every
+    recorded series its expression reads."""
+    names = {rule["record"] for rule in rules}
+    level: dict[str, int] = {}
+    remaining = list(rules)
+    while remaining:
+        ready = [r for r in remaining if all(n in level for n in _reads(r["expr"], names))]
+        if not ready:
+            raise ValueError(f"recording rules read each other in a cycle: {[r['record'] for r in remaining]}")
+        for rule in ready:
+            level[rule["record"]] = 1 + max((level[n] for n in _reads(rule["expr"], names)), default=-1)
+            remaining.remove(rule)
+    return [[r for r in rules if level[r["record"]] == k] for k in range(max(level.values()) + 1)]
+
+
+def _reads(expr: str, names: set[str]) -> set[str]:
+    return {name for name in names if re.search(rf"(?<![\w:]){re.escape(name)}(?![\w:])", expr)}
+
+
+def backfill_rules(rules: Sequence[dict], url: str, start: datetime, end: datetime, interval_s: int, out: Path) -> None:
+    """``promtool tsdb create-blocks-from rules`` of ``rules`` over [start, end) into ``out``."""
+    out.mkdir(parents=True)
+    rule_file = out.with_suffix(".yml")
+    rule_file.write_text(yaml.safe_dump({"groups": [{"name": out.name, "rules": list(rules)}]}))
+    command = [
+        binary("promtool"),
+        "tsdb",
+        "create-blocks-from",
+        "rules",
+        f"--url={url}",
+        f"--start={start.isoformat()}Z",
+        f"--end={end.isoformat()}Z",
+        f"--eval-interval={interval_s}s",
+        f"--output-dir={out}",
+        str(rule_file),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise PrometheusHarnessError(f"{' '.join(command)} failed (exit {done.returncode}):\n{done.stderr.strip()}")
+
+
+@contextmanager
+def recorded_history(
+    raw_blocks: Path,
+    workdir: Path,
+    start: datetime,
+    end: datetime,
+    interval_s: int,
+    extra_args: Sequence[str] = (),
+) -> Iterator[str]:
+    """A server over ``raw_blocks`` plus the shipped rules back-filled over [start, end) at
+    ``interval_s``; yields its URL. Naive datetimes are UTC."""
+    data = workdir / "data"
+    shutil.copytree(raw_blocks, data)
+    for k, rules in enumerate(rule_passes(recording_rules())):
+        with PrometheusServer(data, workdir / f"server-{k}", extra_args=extra_args) as server:
+            backfill_rules(rules, server.url, start, end, interval_s, workdir / f"pass-{k}")
+        for block in (workdir / f"pass-{k}").iterdir():
+            shutil.copytree(block, data / block.name)
+    with PrometheusServer(data, workdir / "server", extra_args=extra_args) as server:
+        yield server.url
