@@ -7,6 +7,12 @@ rule's series needs that series in the server first, so ``recorded_history`` bac
 passes (``rule_passes``): the rules of a pass read raw series or series recorded by earlier
 passes; after each pass a server is started again over the raw blocks plus every recorded block.
 
+promtool times a group's evaluations by a hash of its name and its file's path (as Prometheus
+staggers groups), so every pass is written to the same path under the same group name: all
+rules are then evaluated at the same instants, as the one group of the shipped file is live.
+With another name or path a later pass is evaluated at another offset within the interval
+and, where that offset is earlier, reads the previous point of the series it builds on.
+
 ``extra_args`` go to every server, e.g. ``--query.lookback-delta``: back-filled series carry
 no staleness markers, so with the default 5-minute lookback an ended series (a job's, when
 ``hpc_job`` changes) is carried for up to 5 minutes after its last sample.
@@ -56,11 +62,14 @@ def _reads(expr: str, names: set[str]) -> set[str]:
     return {name for name in names if re.search(rf"(?<![\w:]){re.escape(name)}(?![\w:])", expr)}
 
 
-def backfill_rules(rules: Sequence[dict], url: str, start: datetime, end: datetime, interval_s: int, out: Path) -> None:
-    """``promtool tsdb create-blocks-from rules`` of ``rules`` over [start, end) into ``out``."""
+def backfill_rules(
+    rules: Sequence[dict], rule_file: Path, url: str, start: datetime, end: datetime, interval_s: int, out: Path
+) -> None:
+    """``promtool tsdb create-blocks-from rules`` of ``rules`` over [start, end) into ``out``,
+    written to ``rule_file`` as one group named as the shipped file's."""
     out.mkdir(parents=True)
-    rule_file = out.with_suffix(".yml")
-    rule_file.write_text(yaml.safe_dump({"groups": [{"name": out.name, "rules": list(rules)}]}))
+    (group,) = yaml.safe_load(RULES.read_text())["groups"]
+    rule_file.write_text(yaml.safe_dump({"groups": [{"name": group["name"], "rules": list(rules)}]}))
     command = [
         binary("promtool"),
         "tsdb",
@@ -95,7 +104,7 @@ def recorded_history(
     shutil.copytree(raw_blocks, data)
     for k, rules in enumerate(rule_passes(recording_rules())):
         with PrometheusServer(data, workdir / f"server-{k}", extra_args=extra_args) as server:
-            backfill_rules(rules, server.url, start, end, interval_s, workdir / f"pass-{k}")
+            backfill_rules(rules, workdir / RULES.name, server.url, start, end, interval_s, workdir / f"pass-{k}")
         for block in (workdir / f"pass-{k}").iterdir():
             shutil.copytree(block, data / block.name)
     with PrometheusServer(data, workdir / "server", extra_args=extra_args) as server:
