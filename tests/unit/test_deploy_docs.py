@@ -10,6 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY, SCALING = REPO / "docs" / "deploy.md", REPO / "docs" / "scaling.md"
+RULES = REPO / "docs" / "recording-rules.md"
 SHOWN = {  # each file under deploy/ and the page that quotes it
     "dagster.yaml": DEPLOY,
     "workspace.yaml": DEPLOY,
@@ -17,6 +18,7 @@ SHOWN = {  # each file under deploy/ and the page that quotes it
     "cardhours-dagster-daemon.service": DEPLOY,
     "cardhours-dagster-webserver.service": DEPLOY,
     "cardhours-celery-worker@.service": SCALING,
+    "prometheus/cardhours-rules.yml": RULES,
 }
 
 
@@ -35,4 +37,5 @@ def test_the_doc_quotes_the_file_as_it_is(name: str) -> None:
 
 
 def test_every_file_under_deploy_is_shown() -> None:
-    assert sorted(path.name for path in (REPO / "deploy").iterdir()) == sorted(SHOWN)
+    files = [path.relative_to(REPO / "deploy").as_posix() for path in (REPO / "deploy").rglob("*") if path.is_file()]
+    assert sorted(files) == sorted(SHOWN)
