@@ -15,7 +15,7 @@ kind should draw. Per reason:
 - recall: judgeable runs of those kinds flagged with it / judgeable runs of those kinds, where
   judgeable is what the rule can see: at least ``min_runtime_minutes`` held in the month (for
   OVERSIZED also one GPU or one MIG slice above 1g; for IDLE_TAIL a run that ended in the
-  month with a built tail of surely ``idle_tail_hours``).
+  month with a built tail surely longer than ``idle_tail_hours``).
 
 Also the share of runs flagged and the false alarm rate: judgeable runs of a healthy kind
 flagged, by any reason and by the workload reasons only (not the debug partition's policy or
@@ -109,9 +109,12 @@ def _judgeable(reason: str, t: FlagsConfig) -> pl.Expr:
         one_gpu = pl.col("mig_profile").is_null() & (pl.col("gpus") == 1.0)
         big_slice = pl.col("mig_profile").is_not_null() & ~pl.col("mig_profile").str.starts_with(SMALLEST_MIG_PREFIX)
         return long_enough & (one_gpu | big_slice)
-    if reason == TAIL_REASON:  # the built tail is at least min(TAIL_MIN_S, TAIL_MAX_FRACTION x held)
-        sure_tail = pl.min_horizontal(pl.lit(TAIL_MIN_S), TAIL_MAX_FRACTION * pl.col("held_s"))
-        return pl.col("ended") & (sure_tail >= t.idle_tail_hours * 3600.0)
+    if reason == TAIL_REASON:
+        # The built tail is min(2-6 h, TAIL_MAX_FRACTION x held): surely above the threshold when
+        # half the run is. A run held exactly twice the threshold (a 4 h TIMEOUT) has a tail of
+        # exactly the threshold, which the samples' resolution puts on either side: not judged.
+        limit = t.idle_tail_hours * 3600.0
+        return pl.col("ended") & (TAIL_MIN_S >= limit) & (TAIL_MAX_FRACTION * pl.col("held_s") > limit)
     return long_enough
 
 
@@ -127,9 +130,11 @@ def score(runs: pl.DataFrame, t: FlagsConfig) -> dict:
         kinds = kinds_expecting(reason)
         expected = pl.col("kind").is_in(kinds)
         eligible = runs.filter(expected & _judgeable(reason, t))
+        by_kind = runs.filter(has).group_by("kind").len().sort("len", "kind", descending=[True, False])
         row = {
             "reason": reason,
             "flagged": runs.filter(has).height,
+            "flagged_by_kind": dict(by_kind.iter_rows()),
             "on_healthy": runs.filter(has & pl.col("kind").is_in(HEALTHY_KINDS)).height,
             "kinds": list(kinds),
         }
@@ -175,14 +180,15 @@ def markdown(result: dict) -> str:
         f"healthy runs judged {result['healthy_judgeable']:,}: false alarm rate {_pct(result['false_alarm_rate'])} "
         f"(workload reasons only: {_pct(result['false_alarm_rate_workload'])})",
         "",
-        "| reason | flagged | precision | recall (judgeable) | on healthy runs | kinds built to draw it |",
-        "|---|---|---|---|---|---|",
+        "| reason | flagged | precision | recall (judgeable) | on healthy runs | kinds built to draw it "
+        "| flagged runs by kind |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in result["reasons"]:
         recall = f"{_pct(r['recall'])} ({r['judgeable']:,})" if "recall" in r else "- (policy)"
         lines.append(
             f"| {r['reason']} | {r['flagged']:,} | {_pct(r.get('precision'))} | {recall} | {r['on_healthy']} | "
-            f"{', '.join(r['kinds']) or '-'} |"
+            f"{', '.join(r['kinds']) or '-'} | {', '.join(f'{k} {n:,}' for k, n in r['flagged_by_kind'].items())} |"
         )
     lines += ["", "| kind | runs | flagged |", "|---|---|---|"]
     lines += [f"| {k['kind']} | {k['runs']:,} | {_pct(_ratio(k['flagged'], k['runs']))} |" for k in result["kinds"]]
