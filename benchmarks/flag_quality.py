@@ -32,6 +32,7 @@ from pathlib import Path
 
 import polars as pl
 
+from config.errors import ConfigError
 from config.load import load_config
 from config.policy import FlagsConfig
 from contracts.flags import REASONS
@@ -102,9 +103,14 @@ def runs_with_truth(sim: Path, month: date) -> tuple[pl.DataFrame, FlagsConfig]:
     return runs.with_columns(pl.col("reasons").fill_null(pl.lit([], pl.List(pl.String)))), config.flags
 
 
+def _long_enough(t: FlagsConfig) -> pl.Expr:
+    """Runs held at least ``min_runtime_minutes`` (by the truth) that the month measured."""
+    return (pl.col("held_s") >= t.min_runtime_minutes * 60.0) & (pl.col("gpu_hours") > 0)
+
+
 def _judgeable(reason: str, t: FlagsConfig) -> pl.Expr:
     """Runs the rule for ``reason`` can judge, by the simulator's truth."""
-    long_enough = (pl.col("held_s") >= t.min_runtime_minutes * 60.0) & (pl.col("gpu_hours") > 0)
+    long_enough = _long_enough(t)
     if reason == SIZE_REASON:
         one_gpu = pl.col("mig_profile").is_null() & (pl.col("gpus") == 1.0)
         big_slice = pl.col("mig_profile").is_not_null() & ~pl.col("mig_profile").str.starts_with(SMALLEST_MIG_PREFIX)
@@ -145,7 +151,7 @@ def score(runs: pl.DataFrame, t: FlagsConfig) -> dict:
         per_reason.append(row)
     flagged = pl.col("reasons").list.len() > 0
     workload = pl.col("reasons").list.set_difference(pl.lit(list(POLICY_REASONS))).list.len() > 0
-    healthy = runs.filter(pl.col("kind").is_in(HEALTHY_KINDS) & _judgeable("", t))
+    healthy = runs.filter(pl.col("kind").is_in(HEALTHY_KINDS) & _long_enough(t))
     started = runs.filter(pl.col("gpu_hours") > 0)
     kinds = (
         runs.group_by("kind")
@@ -204,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     month = date.fromisoformat(args.month + "-01")
     try:
         runs, thresholds = runs_with_truth(args.site, month)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ConfigError) as exc:
         print(f"flag_quality: {exc}: build the month first (cardhours demo --out {args.site})", file=sys.stderr)
         return 1
     result = score(runs, thresholds)
