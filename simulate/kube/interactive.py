@@ -67,7 +67,7 @@ def sandbox(pool: SlotPool, rng: np.random.Generator, window: int) -> list[Pod]:
             container="main",
             resource="nvidia_com_gpu",
             count=size,
-            kind=str(rng.choice(["dense", "hog"])),
+            kind=str(rng.choice(["dense", "dense", "dense", "hog"])),  # now and then one left asleep
             created=t,
             completion_time=True,
             scenario="sandbox",

@@ -62,14 +62,16 @@ def debug_jobs(starts_h: list[float], hours: float = 1.0, user: str = "alice") -
 
 
 def test_debug_concurrency_limit() -> None:
-    at_once = flags(debug_jobs([0.0, 0.5, 0.9]))  # 3 running at 0.9 h, limit 2
-    assert sorted(at_once.filter(pl.col("reason") == "DEBUG_OVER_LIMIT").get_column("job_id")) == ["1", "2", "3"]
-    assert "alice had 3 debug jobs running at once (limit 2)" in at_once.get_column("detail")[0]
-    assert flags(debug_jobs([0.0, 0.5])).height == 0
-    assert flags(debug_jobs([0.0, 1.0, 2.0])).height == 0  # one after another (end == next start)
-    assert flags(debug_jobs([0.0, 0.5, 0.9]), debug_max_concurrent_jobs=3).height == 0
+    at_once = flags(debug_jobs([0.0, 0.3, 0.6, 0.9]))  # 4 running at 0.9 h, limit 3
+    assert sorted(at_once.filter(pl.col("reason") == "DEBUG_OVER_LIMIT").get_column("job_id")) == ["1", "2", "3", "4"]
+    assert "alice had 4 debug jobs running at once (limit 3)" in at_once.get_column("detail")[0]
+    assert flags(debug_jobs([0.0, 0.5, 0.9])).height == 0
+    assert flags(debug_jobs([0.0, 1.0, 2.0, 3.0])).height == 0  # one after another (end == next start)
+    strict = flags(debug_jobs([0.0, 0.5, 0.9]), debug_max_concurrent_jobs=2)
+    assert "alice had 3 debug jobs running at once (limit 2)" in strict.get_column("detail")[0]
     other_users = debug_jobs([0.0]) + [
-        r | {"job_id": "9", "job_id_raw": "9", "user_name": "bob"} for r in debug_jobs([0.5, 0.9])
+        r | {"job_id": str(9 + i), "job_id_raw": str(9 + i), "user_name": "bob"}
+        for i, r in enumerate(debug_jobs([0.3, 0.6, 0.9]))
     ]
     assert flags(other_users).height == 0
 
