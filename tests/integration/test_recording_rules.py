@@ -195,18 +195,23 @@ def test_recorded_jobs_equal_the_marts(live: str, site: Path) -> None:
 
 
 def ended_series_hours(site: Path) -> pl.DataFrame:
-    """Per GPU: the hours into which a job's series that ended inside the day is carried
-    (its last sample to 5 minutes after)."""
+    """Per GPU: the hours into which a job's series that stopped inside the day is carried (the
+    stop's last sample to 5 minutes after). A series stops when its job ends, and also when a
+    requeued job leaves the GPU and comes back later (the same ``hpc_job``, a pause between)."""
     samples = FileMetricsSource(site / "metrics").read_samples(CLUSTER, T0, T1)
-    ends = (
+    following = pl.col("ts").shift(-1).over(*GPU, "hpc_job", order_by="ts")
+    stops = (
         samples.filter(pl.col("hpc_job").is_not_null())
-        .group_by(*GPU, "hpc_job")
-        .agg(pl.col("ts").max().alias("last"))
-        .filter(pl.col("last") < T1 - timedelta(seconds=STEP))
+        .select(*GPU, "hpc_job", "ts", following.alias("next"))
+        .filter(pl.col("next").is_null() | (pl.col("next") - pl.col("ts") > timedelta(seconds=STEP)))
+        .filter(pl.col("ts") < T1 - timedelta(seconds=STEP))
+        .rename({"ts": "last"})
     )
     carried_to = pl.col("last") + timedelta(seconds=LOOKBACK)
     return (
-        ends.with_columns(hour=pl.datetime_ranges(pl.col("last").dt.truncate("1h"), carried_to.dt.truncate("1h"), "1h"))
+        stops.with_columns(
+            hour=pl.datetime_ranges(pl.col("last").dt.truncate("1h"), carried_to.dt.truncate("1h"), interval="1h")
+        )
         .explode("hour")
         .group_by(*GPU, "hour")
         .agg(ended=pl.len())
@@ -216,13 +221,15 @@ def ended_series_hours(site: Path) -> pl.DataFrame:
 def test_without_staleness_markers_ended_series_are_carried_for_the_lookback(carried: str, site: Path) -> None:
     ended = ranked(ended_series_hours(site), recorded_instances(carried))
     joined = compared(carried, site).join(ended, on=[*INSTANCE, "hour"], how="left", nulls_equal=True)
-    joined = joined.with_columns(pl.col("ended").fill_null(0), extra=pl.col("points") - pl.col("attributed_samples"))
+    # An ended job's series may be carried into an hour in which the GPU held no job (no marts row).
+    extra = pl.col("points").fill_null(0) - pl.col("attributed_samples").fill_null(0)
+    joined = joined.with_columns(pl.col("ended").fill_null(0), extra=extra)
     steady, ending = joined.filter(pl.col("ended") == 0), joined.filter(pl.col("ended") > 0)
     print(
         f"\ndefault lookback: {steady.height} GPU-hours without a job end, largest gap {steady['gap'].max():.3g}; "
         f"{ending.height} with one: largest gap {ending['gap'].max():.4f}, mean {ending['gap'].mean():.4f}, "
         f"extra points at most {ending['extra'].max():.0f}"
     )
-    assert steady["gap"].max() <= TOLERANCE and (steady["extra"] == 0).all()
+    assert steady["gap"].max() <= TOLERANCE and (steady["extra"] == 0).all(), steady.sort("gap", descending=True).head()
     assert ending["extra"].min() >= 0 and (ending["extra"] <= ending["ended"] * LOOKBACK // STEP).all()
     assert ending["gap"].max() > TOLERANCE  # the carried points are really there

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from cardhours.cli import app
 from tests.support.warehouse_read import read
+from transforms.intermediate.int_gpu_inventory_observed import LAYOUT_DIFFERENCE
 
 pytestmark = [pytest.mark.slow]
 
@@ -118,5 +119,8 @@ def test_cluster_and_chargeback_totals_equal_the_truth(site: dict) -> None:
 def test_the_review_lists_the_repartition_with_its_hours(site: dict) -> None:
     review = (site["root"] / "sim" / "reports" / MONTH / "review.html").read_text()
     quality = re.sub(r"<[^>]+>", " ", review.split("Data quality", 1)[1])
-    rows = re.findall(rf"sim\s+{REPARTITIONED}\s+(\d)\s+\S+\s+3g\.40gb\+3g\.40gb\s+371\s+2026-10-16 13:00:00", quality)
+    rows = re.findall(
+        rf"sim\s+{REPARTITIONED}\s+(\d)\s+{LAYOUT_DIFFERENCE}\s+\S+\s+3g\.40gb\+3g\.40gb\s+371\s+2026-10-16 13:00:00",
+        quality,
+    )
     assert sorted(rows) == [str(gpu) for gpu in range(8)]
