@@ -1,5 +1,5 @@
-"""The ``cardhours`` command: simulate, run a month, close it (cardhours/cli_ledger.py), the demo,
-the reports index (cardhours/cli_reports.py) and config checks."""
+"""The ``cardhours`` command: simulate, run a month and the demo; the other commands live beside
+it (cardhours/cli_*.py: close and ledger, job, index, deliver, publish, notify-users, config, bench)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cardhours.cli_bench import bench_app
+from cardhours.cli_config import config_app
 from cardhours.cli_deliver import deliver
 from cardhours.cli_job import job
 from cardhours.cli_ledger import close, ledger_app
@@ -18,15 +19,21 @@ from cardhours.cli_notices import notify_users
 from cardhours.cli_publish import publish
 from cardhours.cli_reports import index
 from cardhours.cli_summary import print_summary
-from cardhours.cli_support import ALL_DAYS, BUSY_EXIT, console, load_or_exit, month_option, out, reason_option
+from cardhours.cli_support import (
+    ALL_DAYS,
+    BUSY_EXIT,
+    console,
+    load_or_exit,
+    month_option,
+    out,
+    progress_bar,
+    reason_option,
+)
 from config import Config
-from config.cluster import DEFAULT_GPUS_PER_SHARD
 from contracts.runs import FORCE_SHRINK_FLAG
 
 app = typer.Typer(help="GPU utilization analytics and chargeback.", no_args_is_help=True, add_completion=False)
-config_app = typer.Typer(help="Configuration files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
-bench_app = typer.Typer(help="Benchmarks against real services.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 app.add_typer(ledger_app, name="ledger")
 app.command()(close)
@@ -48,54 +55,6 @@ DEMO_SEED = 7
 # one file, the month's pod series were 8.7 GB, read whole for each day.
 DEMO_SLURM_GPUS = 88
 DEMO_KUBE_STATE_STEP = 300
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-    )
-
-
-@config_app.command("check")
-def config_check(
-    path: Annotated[Path, typer.Argument(help="The TOML config file.")],
-    online: Annotated[
-        bool,
-        typer.Option(
-            "--online",
-            help="Also ask each Prometheus its retention, and warn when the oldest month still open "
-            "for corrections reaches back before it (exit 1 when a server does not answer).",
-        ),
-    ] = False,
-) -> None:
-    """Validate a config file; exit 2 with the bad keys named when it is invalid."""
-    config = _load_or_exit(path)
-    _check_publish(path, config)
-    names = ", ".join(c.name for c in config.clusters)
-    out.print(f"{path}: valid ({len(config.clusters)} cluster(s): {names})", highlight=False)
-    if online:
-        from cardhours.cli_online import online_lines
-        from pipelines.landing import utc_now
-
-        lines = online_lines(config, utc_now())
-        for line in lines:
-            style = {"ok": "", "warning": "[yellow]warning[/yellow]: ", "error": "[red]error[/red]: "}[line.level]
-            (out if line.level == "ok" else console).print(style + line.text, highlight=False)
-        if any(line.level == "error" for line in lines):
-            raise typer.Exit(1)
-
-
-def _check_publish(path: Path, config: Config) -> None:
-    """``[publish] marts`` against the declared tables (the config layer does not know them)."""
-    if config.publish is None:
-        return
-    from pipelines.publish import PublishError, selected_marts
-
-    try:
-        selected_marts(config.publish)
-    except PublishError as exc:
-        console.print(f"[red]invalid config[/red]\n{escape(f'{path}: {exc}')}", highlight=False)
-        raise typer.Exit(2) from exc
 
 
 @app.command()
@@ -126,7 +85,7 @@ def simulate(
     first = date.fromisoformat(start)
     if repartition_mig and gpus < 32:  # the simulator's first MIG node comes with the fourth node
         raise typer.BadParameter("--repartition-mig needs a MIG node: use --gpus 32 or more")
-    with _progress() as progress:
+    with progress_bar() as progress:
         task = progress.add_task("simulate", total=days)
 
         def report(stage: str, done: int, total: int) -> None:
@@ -228,7 +187,7 @@ def _run_month(
     from cardhours.runner import RunFailed, run_month
     from warehouse import WarehouseBusy
 
-    with _progress() as progress:
+    with progress_bar() as progress:
         task = progress.add_task(f"run {month}", total=None)
 
         def report(stage: str, done: int, total: int) -> None:
@@ -271,7 +230,7 @@ def demo(
     from simulate.run import simulate as run_simulation
 
     month = DEMO_START.strftime("%Y-%m")
-    with _progress() as progress:
+    with progress_bar() as progress:
         task = progress.add_task("simulate", total=DEMO_DAYS)
 
         def report(stage: str, done: int, total: int) -> None:
@@ -293,106 +252,6 @@ def demo(
         )
     config_path = result.config_path
     _run_month(config_path, _load_or_exit(config_path), month)
-
-
-@bench_app.command("ingest")
-def bench_ingest(
-    gpus: Annotated[int, typer.Option(min=8, help="Simulated GPUs (whole 8-GPU nodes).")] = 256,
-    hours: Annotated[int, typer.Option(min=1, help="Hours of samples to back-fill and read.")] = 24,
-    step: Annotated[int, typer.Option(min=1, help="Sample spacing in seconds.")] = 15,
-    workdir: Annotated[Path | None, typer.Option(help="Work directory (default: a new temporary one).")] = None,
-    keep: Annotated[bool, typer.Option(help="Keep the work directory afterwards.")] = False,
-    rounds: Annotated[int, typer.Option(min=1, help="Timed rounds of ours and raw (the fastest counts).")] = 3,
-    server_cpus: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Run the server on this many CPUs of its own and the timed readers on the others "
-            "(Linux; default: all share every CPU).",
-        ),
-    ] = None,
-    decoder: Annotated[
-        str,
-        typer.Option(
-            help="cardhours' decoder: auto (numba when cardhours[fast] is installed, else pyarrow), numba or pyarrow."
-        ),
-    ] = "auto",
-    gpus_per_shard: Annotated[
-        int,
-        typer.Option(min=1, help="Read the day in shards of at most this many GPUs, as [clusters.metrics] does."),
-    ] = DEFAULT_GPUS_PER_SHARD,
-) -> None:
-    """Back-fill a real Prometheus with simulated dcgm-exporter series, then time cardhours'
-    ingest against a raw HTTP fetch of the same requests and prometheus-api-client's
-    DataFrame path. The last line printed is the result as JSON."""
-    from cardhours.bench.ingest import BenchError, print_report, run_ingest_bench
-
-    with _progress() as progress:
-        task = progress.add_task("bench", total=None)
-
-        def report(stage: str, done: int, total: int) -> None:
-            progress.update(task, description=stage, completed=done, total=total or None)
-
-        try:
-            result = run_ingest_bench(
-                gpus=gpus,
-                hours=hours,
-                step_seconds=step,
-                workdir=workdir,
-                keep=keep,
-                rounds=rounds,
-                progress=report,
-                server_cpus=server_cpus,
-                decoder=decoder,
-                gpus_per_shard=gpus_per_shard,
-                say=lambda text: console.print(text, highlight=False),
-            )
-        except BenchError as exc:
-            console.print(f"[red]bench failed[/red]: {escape(str(exc))}", highlight=False)
-            raise typer.Exit(1) from exc
-    print_report(result, out)
-
-
-@bench_app.command("marts")
-def bench_marts(
-    gpus: Annotated[int, typer.Option(min=8, help="Simulated GPUs (whole 8-GPU nodes).")] = 1000,
-    days: Annotated[int, typer.Option(min=1, help="Days of landed data, from 2026-09-01.")] = 30,
-    step: Annotated[int, typer.Option(min=1, help="Sample spacing in seconds.")] = 15,
-    workdir: Annotated[
-        Path | None, typer.Option(help="Work directory, reused across runs (default: a new temporary one).")
-    ] = None,
-    keep: Annotated[bool, typer.Option(help="Keep the work directory afterwards.")] = False,
-    rounds: Annotated[int, typer.Option(min=1, help="Timed builds (the fastest counts).")] = 1,
-    compare_paths: Annotated[
-        bool, typer.Option(help="Also time the attribution SQL attributing every minute row, against whole hours.")
-    ] = True,
-) -> None:
-    """Land simulated days (untimed), then time building the month's job runs, attribution and
-    marts through Dagster. The last line printed is the result as JSON."""
-    from cardhours.bench.marts import BenchError, print_report, run_marts_bench
-
-    with _progress() as progress:
-        task = progress.add_task("bench", total=None)
-
-        def report(stage: str, done: int, total: int) -> None:
-            progress.update(task, description=stage, completed=done, total=total or None)
-
-        try:
-            result = run_marts_bench(
-                gpus=gpus,
-                days=days,
-                step_seconds=step,
-                workdir=workdir,
-                keep=keep,
-                rounds=rounds,
-                compare_paths=compare_paths,
-                progress=report,
-                say=lambda text: console.print(text, highlight=False),
-            )
-        except BenchError as exc:
-            console.print(f"[red]bench failed[/red]: {escape(str(exc))}", highlight=False)
-            raise typer.Exit(1) from exc
-    print_report(result, out)
 
 
 def main() -> None:

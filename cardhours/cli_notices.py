@@ -110,7 +110,10 @@ def _send(conn, settings: Config, month: date) -> None:
     assert settings.smtp is not None  # config/checks.py: enabled notices need [smtp]
     messages, skipped = _prepare(conn, settings, month, settings.smtp.from_address)
     _print_skipped(skipped)
-    progress = lambda line: out.print(line, highlight=False, markup=False)  # noqa: E731
+
+    def progress(line: str) -> None:
+        out.print(line, highlight=False, markup=False)
+
     failures = send_notices(settings.smtp, os.environ, messages, recorder(conn, month, utc_now), progress)
     sent = len(messages) - len(failures)
     out.print(f"{sent} notice(s) sent for {month:%Y-%m} through {settings.smtp.host}:{settings.smtp.port}, "

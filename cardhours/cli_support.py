@@ -1,4 +1,4 @@
-"""What every ``cardhours`` command shares: the consoles, loading the config, the month option,
+"""What every ``cardhours`` command shares: the consoles, the progress bar, loading the config, the month option,
 and opening the warehouse under its lock with messages a person can act on."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import duckdb
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from config import Config, ConfigError, load_config
 
@@ -20,6 +21,13 @@ out = Console(soft_wrap=True)
 BUSY_EXIT = 75  # EX_TEMPFAIL: another process holds the warehouse; try again later
 
 ALL_DAYS = "all"  # cardhours run --reingest all: every day of the month
+
+
+def progress_bar() -> Progress:
+    """The progress bar of long commands, on stderr."""
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    )
 
 
 def load_or_exit(path: Path) -> Config:

@@ -47,7 +47,7 @@ def _configure(config: Path, port: int, delivery: str = "") -> None:
 
 
 @pytest.fixture
-def month(warehouse_config: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # noqa: F811
+def month(warehouse_config: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # noqa: F811 (the imported fixture)
     """The 2025-03 review and department pages built, the finance files beside them, and a
     login relay the config points at."""
     run_month(warehouse_config)
@@ -169,7 +169,7 @@ def test_the_monthly_step_sends_once_and_links_when_configured(month) -> None:
     assert _attachment(mail[OPS])[0] == "review.html"
 
 
-def test_without_a_delivery_section_the_step_sends_nothing(warehouse_config: Path) -> None:  # noqa: F811
+def test_without_a_delivery_section_the_step_sends_nothing(warehouse_config: Path) -> None:  # noqa: F811 (the imported fixture)
     resources = {"cardhours": CardhoursResource(config_path=str(warehouse_config))}
     result = materialize([review_delivery], partition_key="2025-03-01", resources=resources)
     assert result.success

@@ -141,7 +141,10 @@ def _maint(cluster: SlurmCluster, run: Run) -> None:
     _reservation(cluster, "maint", "users=root", "flags=maint")
     # slurmctld flags the node MAINT a few seconds after the reservation starts; a drain before
     # that is recorded as a plain DRAIN event (then split into DRAIN$): wait, so the run repeats.
-    in_maint = lambda: "MAINTENANCE" in _scontrol(cluster, "show", "node", NODE)  # noqa: E731
+
+    def in_maint() -> bool:
+        return "MAINTENANCE" in _scontrol(cluster, "show", "node", NODE)
+
     wait_until("node flagged MAINT by the maintenance reservation", in_maint, 30, cluster.daemons)
     run.snapshots["scontrol_reservation_maint.txt"] = _scontrol(cluster, "show", "reservation", "--oneliner")
     _drain(cluster, run, "drain in maintenance", 4, moment="maint_drained")

@@ -48,7 +48,7 @@ def test_config_check_names_an_unknown_mart(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "[publish] marts: unknown mart 'fct_job_usag'; did you mean 'fct_job_usage'?" in " ".join(
         result.output.split()
-    )  # noqa: E501
+    )
 
 
 def test_publish_without_a_section_or_a_warehouse_says_what_to_do(tmp_path: Path) -> None:
@@ -71,7 +71,7 @@ def test_publish_names_the_unset_password_variable_then_the_server_it_cannot_rea
             "port = 5432": f"port = {port}",
             'sslmode = "verify-full"': 'sslmode = "disable"',
         },
-    )  # noqa: E501
+    )
     connect(tmp_path / "cardhours.duckdb").close()  # the example's warehouse, migrated and empty
     monkeypatch.delenv(VARIABLE, raising=False)
     code, text = _publish(config)

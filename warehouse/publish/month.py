@@ -146,8 +146,10 @@ def _replace(cur: Cursor, duck: duckdb.DuckDBPyConnection, table: PgTable, month
 def _spool(duck: duckdb.DuckDBPyConnection, table: PgTable, month: date, out: IO[bytes]) -> tuple[int, str]:
     """The month's rows of the DuckDB table as CSV (ordered by every column) into ``out``:
     (rows, sha256 of the CSV)."""
+    # Identifiers come from the declared table (pipelines/tables.py via PgTable), quoted; the month is bound.
     columns = ", ".join(quote_ident(column.name) for column in table.columns)
-    query = f"SELECT {columns} FROM {table.source} WHERE {quote_ident(table.period)} = ? ORDER BY ALL"
+    source = ".".join(quote_ident(part) for part in table.source.split("."))
+    query = f"SELECT {columns} FROM {source} WHERE {quote_ident(table.period)} = ? ORDER BY ALL"
     reader = duck.sql(query, params=[month]).to_arrow_reader(BATCH_ROWS)
     digest, rows = hashlib.sha256(), 0
     options = pacsv.WriteOptions(include_header=False)
