@@ -13,11 +13,15 @@ a change is seen to the step (the samples' own spacing).
 
 From a file (``[clusters.metrics] source = "file"`` with an OpenMetrics ``.om`` path) the
 metric's raw samples are read as they are (zeros included); a simulator Parquet directory has
-no XID series. Either way the answer is ``XID_VALUES``: one row per GPU and point.
+no XID series. Either way the answer (``XidRead``) is ``XID_VALUES``, one row per GPU and point,
+and the hosts that have an XID series at all: an empty answer reads like a fleet without errors,
+so the caller compares them with the hosts that reported samples (an exporter not collecting
+the field).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -48,6 +52,15 @@ CHUNK_MS = 6 * 3600 * 1000  # a query_range of at most 6 h: under 11,000 points 
 MAX_SAMPLES = 50_000_000  # Prometheus' --query.max-samples default
 
 
+@dataclass(frozen=True)
+class XidRead:
+    """The window's points worth reading (``XID_VALUES``) and the hosts with an XID series in it
+    (None: the source cannot carry one, e.g. a simulator Parquet directory)."""
+
+    values: pl.DataFrame
+    hosts: frozenset[str] | None
+
+
 def xid_query(base_selector: str) -> str:
     """PromQL of the points worth reading: a critical XID, or a value that is no XID."""
     metric = selector(XID_METRIC, base_selector, [])
@@ -55,15 +68,16 @@ def xid_query(base_selector: str) -> str:
     return f"{critical} or {metric} != floor({metric}) or {metric} < 0"
 
 
-def read_xid(cluster: ClusterConfig, start: datetime, end: datetime) -> pl.DataFrame:
-    """``XID_VALUES`` of ``cluster`` in ``[start, end)`` from its Prometheus or its OpenMetrics file."""
+def read_xid(cluster: ClusterConfig, start: datetime, end: datetime) -> XidRead:
+    """``cluster``'s XID points in ``[start, end)`` from its Prometheus or its OpenMetrics file."""
     path = cluster.metrics.path
     if cluster.metrics.source == "file":
         if path is None or Path(path).is_dir():
-            return pl.DataFrame(schema=XID_VALUES)
-        return xid_values(keep_metrics(read_openmetrics(path, start, end), [XID_METRIC]))
+            return XidRead(pl.DataFrame(schema=XID_VALUES), None)
+        long = keep_metrics(read_openmetrics(path, start, end), [XID_METRIC])
+        return XidRead(xid_values(long), frozenset(_hosts(long.series.to_dicts())))
     if cluster.prometheus is None:
-        return pl.DataFrame(schema=XID_VALUES)
+        return XidRead(pl.DataFrame(schema=XID_VALUES), None)
     prom = cluster.prometheus
     client = PrometheusClient.from_config(prom)
     try:
@@ -80,17 +94,18 @@ def read_xid_prometheus(
     start: datetime,
     end: datetime,
     max_samples: int = MAX_SAMPLES,
-) -> pl.DataFrame:
+) -> XidRead:
     """The points of ``xid_query`` on the ``step_seconds`` grid of ``[start, end)``. The server
     evaluates every XID series at every step of a request, so a request spans at most
     ``max_samples / 2`` series x steps (the series counted by one listing, host by host when the
     server caps listings) and a refusal for its size is halved in time, down to one step."""
     start_ms, end_ms, step_ms = to_ms(start), to_ms(end), step_seconds * 1000
     window = window_text(start_ms, end_ms)
-    n_series = len(list_series(client, XID_METRIC, base_selector, start_ms, end_ms, window)[0])
-    if n_series == 0:
-        return pl.DataFrame(schema=XID_VALUES)
-    span = min(CHUNK_MS, chunk_ms(n_series, step_ms, max_samples, end_ms - start_ms))
+    label_sets = list_series(client, XID_METRIC, base_selector, start_ms, end_ms, window)[0]
+    hosts = frozenset(_hosts(label_sets))
+    if not label_sets:
+        return XidRead(pl.DataFrame(schema=XID_VALUES), hosts)
+    span = min(CHUNK_MS, chunk_ms(len(label_sets), step_ms, max_samples, end_ms - start_ms))
     chunks = [(a, min(a + span, end_ms)) for a in range(start_ms, end_ms, span)]
     query, matrices = xid_query(base_selector), []
     while chunks:
@@ -102,7 +117,12 @@ def read_xid_prometheus(
                 raise
             middle = a + ((b - a) // 2 // step_ms * step_ms or step_ms)
             chunks += [(middle, b), (a, middle)]
-    return xid_values(to_long(matrices))
+    return XidRead(xid_values(to_long(matrices)), hosts)
+
+
+def _hosts(label_sets: list[dict]) -> set[str]:
+    """The host (``Hostname``, else ``hostname``) of each series' labels, where it has one."""
+    return {host for labels in label_sets if (host := next((labels[k] for k in HOST_LABELS if labels.get(k)), None))}
 
 
 def _chunk(client: PrometheusClient, query: str, a: int, b: int, step_ms: int) -> Matrix:

@@ -1,7 +1,9 @@
 """DCGM XID downtime, daily: the GPUs whose last XID error is a critical one
 (``staging.stg_dcgm__gpu_xid``, downtime intervals; docs/marts.md), read from the cluster's
 Prometheus (or OpenMetrics file) beside the samples. Values that are no XID are quarantined in
-``raw.quarantine`` (source ``dcgm_xid``) and counted."""
+``raw.quarantine`` (source ``dcgm_xid``) and counted. Hosts that reported samples but have no
+XID series are named in a warning and counted: their XID errors cannot be seen, so a faulted GPU
+that still reports reads as idle, not down."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pipelines.shrink_guard import guard_rows
 from pipelines.step import Step
 from pipelines.table_asset import Built, table_asset
 from pipelines.tables import RAW_QUARANTINE, STG_DCGM__GPU_HOURLY, STG_DCGM__GPU_XID
-from sources.dcgm_xid import read_xid
+from sources.dcgm_xid import XID_METRIC, read_xid
 from transforms.staging.stg_dcgm__gpu_xid import (
     ACTIVE_HOURS_SQL,
     ACTIVE_MEAN,
@@ -38,9 +40,34 @@ def _carried(step: Step, cluster: ClusterConfig) -> pl.DataFrame | None:
     return step.sql(CARRIED_SQL, [cluster.name, before, step.start])
 
 
-def _xid(step: Step, cluster: ClusterConfig) -> tuple[pl.DataFrame, int]:
-    """One cluster's intervals of the day, and the XID points it quarantined."""
-    codes, bad = screen_xid(read_xid(cluster, step.start, step.end))
+REPORTING_HOSTS_SQL = "SELECT DISTINCT hostname FROM staging.stg_dcgm__gpu_hourly WHERE cluster = ? AND day = ?"
+NAMED_HOSTS = 10  # hosts named in the warning; the count is of all
+
+
+def _unseen_hosts(step: Step, cluster: ClusterConfig, xid_hosts: frozenset[str] | None) -> int:
+    """How many hosts reported samples in the day but no XID series; warns naming them."""
+    if xid_hosts is None:
+        return 0
+    reporting = step.sql(REPORTING_HOSTS_SQL, [cluster.name, step.day])["hostname"].drop_nulls()
+    unseen = sorted(set(reporting) - xid_hosts)
+    if unseen:
+        named = ", ".join(unseen[:NAMED_HOSTS]) + (
+            f" and {len(unseen) - NAMED_HOSTS} more" if len(unseen) > NAMED_HOSTS else ""
+        )
+        step.log.warning(
+            f"{cluster.name}: {len(unseen)} of {len(reporting)} hosts reported GPU samples on {step.day} but no "
+            f"{XID_METRIC} series ({named}): their XID errors cannot be seen, so a faulted GPU that still reports "
+            f"counts as idle, not down. Collect {XID_METRIC} in dcgm-exporter's counters file (its default "
+            "counters include it) and scrape it with the other DCGM fields"
+        )
+    return len(unseen)
+
+
+def _xid(step: Step, cluster: ClusterConfig) -> tuple[pl.DataFrame, int, int]:
+    """One cluster's intervals of the day, the XID points it quarantined, and the hosts that
+    reported samples without an XID series."""
+    read = read_xid(cluster, step.start, step.end)
+    codes, bad = screen_xid(read.values)
     partition = {"cluster": cluster.name, "source": DCGM_XID, "partition_key": step.day.isoformat()}
     step.write(
         quarantine_xid(bad, cluster.name, DCGM_XID, step.day.isoformat()), table=RAW_QUARANTINE, partition=partition
@@ -55,7 +82,7 @@ def _xid(step: Step, cluster: ClusterConfig) -> tuple[pl.DataFrame, int]:
             f"{cluster.name}: {bad.height} DCGM_FI_DEV_XID_ERRORS points are no XID or name no GPU; "
             f"see raw.quarantine, source {DCGM_XID}"
         )
-    return frame, bad.height
+    return frame, bad.height, _unseen_hosts(step, cluster, read.hosts)
 
 
 @table_asset(
@@ -73,5 +100,6 @@ def stg_dcgm__gpu_xid_asset(step: Step) -> Built:
         "intervals": frame.height,
         "gpu_down_hours": round(float(seconds) / 3600, 3),
         "quarantined_points": sum(p[1] for p in parts),
+        "hosts_without_xid_series": sum(p[2] for p in parts),
     }
     return Built(frame, metadata=metadata)

@@ -79,9 +79,11 @@ def _hourly() -> pl.DataFrame:
 def _read(url: str) -> pl.DataFrame:
     client = PrometheusClient.from_config(PrometheusConfig(url=url, scrape_interval_seconds=STEP, step_seconds=STEP))
     try:
-        return read_xid_prometheus(client, "", STEP, T0, T0 + DAY)
+        read = read_xid_prometheus(client, "", STEP, T0, T0 + DAY)
     finally:
         client.close()
+    assert read.hosts == {"h1"}  # the host has an XID series (zeros included), whatever the filter kept
+    return read.values
 
 
 def test_xid_errors_through_prometheus_end_in_the_capacity_split(prometheus_with, tmp_path: Path) -> None:
@@ -141,7 +143,7 @@ def test_requests_sized_from_the_series_count_and_refusals_halved(prometheus_wit
             PrometheusConfig(url=url, scrape_interval_seconds=STEP, step_seconds=STEP)
         )
         try:
-            got = read_xid_prometheus(client, "", STEP, T0, T0 + DAY, max_samples=budget)
+            got = read_xid_prometheus(client, "", STEP, T0, T0 + DAY, max_samples=budget).values
         finally:
             client.close()
         assert got.sort("gpu", "ts").equals(whole.sort("gpu", "ts"), null_equal=True)

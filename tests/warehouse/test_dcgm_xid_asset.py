@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from dagster import materialize
+from dagster import DagsterInstance, materialize
 
 from contracts.xid import CRITICAL_XIDS
 from pipelines.assets.dcgm_xid import stg_dcgm__gpu_xid_asset
@@ -65,8 +65,8 @@ def _sm_active(gpu: int, minute: int) -> float:
     return 0.6 if gpu == 1 and minute >= 14 * 60 + 30 else 0.0  # GPU 1 works again from 14:30
 
 
-def write_om(path: Path) -> None:
-    families = {"DCGM_FI_PROF_SM_ACTIVE": _sm_active, XID_METRIC: _xid}
+def write_om(path: Path, families: dict | None = None) -> None:
+    families = families or {"DCGM_FI_PROF_SM_ACTIVE": _sm_active, XID_METRIC: _xid}
     lines = []
     for metric, value in families.items():
         lines.append(f"# TYPE {metric} gauge")
@@ -99,6 +99,21 @@ def test_the_xid_asset_lands_intervals_and_quarantines_what_is_no_xid(tmp_path: 
     config.write_text(CONFIG)
     write_om(tmp_path / "metrics.om")
     land(config)
+
+
+def test_a_host_without_xid_series_is_counted_and_named(tmp_path: Path) -> None:
+    config = tmp_path / "cardhours.toml"
+    config.write_text(CONFIG)
+    write_om(tmp_path / "metrics.om", {"DCGM_FI_PROF_SM_ACTIVE": _sm_active})  # the exporter does not collect XID
+    resource = CardhoursResource(config_path=str(config))
+    assets = [raw_dcgm_samples, stg_dcgm__gpu_hourly_asset, stg_dcgm__gpu_xid_asset]
+    instance = DagsterInstance.ephemeral()
+    result = materialize(assets, partition_key=DAY.isoformat(), resources={"cardhours": resource}, instance=instance)
+    assert result.success
+    (built,) = result.asset_materializations_for_node(stg_dcgm__gpu_xid_asset.op.name)
+    assert built.metadata["hosts_without_xid_series"].value == 1 and built.metadata["intervals"].value == 0
+    warned = [entry.user_message for entry in instance.all_logs(result.run_id) if XID_METRIC in entry.user_message]
+    assert any(f"1 of 1 hosts reported GPU samples on {DAY} but no {XID_METRIC} series (n1)" in m for m in warned)
 
 
 def _two_days_xid(gpu: int, minute: int) -> float:
