@@ -35,6 +35,11 @@ SOURCES: tuple[str, ...] = tuple(SOURCE_TITLES)  # in landing order
 # marts but no chargeback: no job lines, and no idle capacity rows (docs/chargeback.md).
 SCHEDULERS: tuple[str, ...] = (SACCT, KUBE)
 
+# Who saw a card of the observed inventory (int_gpu_inventory_observed ``source``, the review's
+# "observed by"), in the order they are trusted: DCGM's series, then a Kubernetes node's
+# advertised capacity, then a Slurm node's GRES (scontrol).
+OBSERVED_BY_DCGM, OBSERVED_BY_KUBE, OBSERVED_BY_SLURM = DCGM, KUBE, "slurm"
+
 NO_SERIES, NO_JOBS, BEFORE_FIRST_SAMPLE = "no_series", "no_jobs", "before_first_sample"
 
 # cause -> what it means, as the review, the CLI summary and close print it (docs/marts.md says more)

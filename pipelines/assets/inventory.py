@@ -11,6 +11,9 @@ with what to change in the config, and the review lists them.
 import polars as pl
 from dagster import MetadataValue
 
+from contracts.sources import OBSERVED_BY_DCGM
+from contracts.sources import OBSERVED_BY_KUBE as KUBE
+from contracts.sources import OBSERVED_BY_SLURM as SLURM
 from pipelines.step import Step
 from pipelines.table_asset import table_asset
 from pipelines.tables import (
@@ -28,7 +31,7 @@ from transforms.intermediate.int_gpu_inventory_observed import (
     inventory_differences,
 )
 from transforms.intermediate.inventory_cards import cards_that_may_differ, instance_counts
-from transforms.intermediate.inventory_counts import KUBE, SLURM, counts_observed
+from transforms.intermediate.inventory_counts import counts_observed
 from transforms.intermediate.inventory_models import model_differences, model_hours
 
 
@@ -43,7 +46,7 @@ from transforms.intermediate.inventory_models import model_differences, model_ho
     "is listed.",
 )
 def int_gpu_inventory_observed_asset(step: Step):
-    params = [step.start.date(), step.end.date(), step.start, step.end]
+    params = [OBSERVED_BY_DCGM, step.start.date(), step.end.date(), step.start, step.end]
     dcgm = step.sql(OBSERVED_SQL, params).cast(SCHEMA)
     declared = step.config.inventory_frame()
     weight = step.config.rates.mig_weight

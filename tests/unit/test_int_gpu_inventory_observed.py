@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from config import EXAMPLE_CONFIG, load_config
+from contracts.sources import OBSERVED_BY_DCGM
 from tests.unit.config_cases import FIXTURES
 from transforms.intermediate.int_gpu_inventory_observed import (
     DCGM_KEY,
@@ -132,7 +133,9 @@ def test_the_sql_gives_the_frames_rows() -> None:
         conn.register("hourly", hourly.to_arrow())
         conn.execute("CREATE TABLE staging.stg_dcgm__gpu_hourly AS SELECT * FROM hourly")
         got = (
-            conn.sql(OBSERVED_SQL, params=[START.date(), START.date() + timedelta(days=1), START, end])
+            conn.sql(
+                OBSERVED_SQL, params=[OBSERVED_BY_DCGM, START.date(), START.date() + timedelta(days=1), START, end]
+            )
             .pl()
             .cast(SCHEMA)
         )

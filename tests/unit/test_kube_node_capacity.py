@@ -12,11 +12,11 @@ import pytest
 
 from config import EXAMPLE_CONFIG, load_config
 from config.kubernetes import KubernetesConfig
+from contracts.sources import OBSERVED_BY_KUBE as KUBE_SOURCE
 from sources.kube.landing import land
 from sources.kube.node_runs import RAW_KUBE_NODE_RUNS_SCHEMA
 from tests.unit.test_kube_landing import DAY, T0, long_of
 from transforms.intermediate.int_gpu_inventory_observed import SCHEMA, hourly_inventory, inventory_differences
-from transforms.intermediate.inventory_counts import KUBE as KUBE_SOURCE
 from transforms.intermediate.inventory_counts import counts_observed, place
 from transforms.staging.stg_kube__node_capacity import stg_kube__node_capacity
 

@@ -11,6 +11,9 @@ import polars as pl
 import pytest
 
 from config import EXAMPLE_CONFIG, load_config
+from contracts.sources import OBSERVED_BY_DCGM as DCGM
+from contracts.sources import OBSERVED_BY_KUBE as KUBE
+from contracts.sources import OBSERVED_BY_SLURM as SLURM
 from sources.slurm_nodes import parse_scontrol_nodes, read_scontrol_nodes_file
 from transforms.intermediate.int_gpu_inventory_observed import (
     NOT_DECLARED,
@@ -19,7 +22,7 @@ from transforms.intermediate.int_gpu_inventory_observed import (
     hourly_inventory,
     inventory_differences,
 )
-from transforms.intermediate.inventory_counts import DCGM, KUBE, SLURM, counts_observed
+from transforms.intermediate.inventory_counts import counts_observed
 from transforms.staging.stg_slurm__node_capacity import stg_slurm__node_capacity
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "slurm" / "downtime"

@@ -24,6 +24,8 @@ from datetime import datetime
 
 import polars as pl
 
+from contracts.sources import OBSERVED_BY_DCGM, OBSERVED_BY_KUBE, OBSERVED_BY_SLURM
+
 CARD = ["cluster", "hostname", "gpu"]
 
 SCHEMA: dict[str, pl.DataType] = {
@@ -36,7 +38,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "gpu_i_profile": pl.String(),
     "hour": pl.Datetime("us"),
     "n_samples": pl.Int64(),  # DCGM samples of the instance in the hour (null: a kube row)
-    "source": pl.String(),  # "dcgm", "kube" or "slurm" (a node's GPU counts placed on cards: inventory_counts.py)
+    "source": pl.String(),  # contracts/sources.py OBSERVED_BY_* (node counts placed on cards: inventory_counts.py)
 }
 
 DIFFERENCE_SCHEMA: dict[str, pl.DataType] = {
@@ -58,9 +60,10 @@ LAYOUT_DIFFERENCE = "layout"
 DCGM_KEY = [name for name in SCHEMA if name not in ("n_samples", "source")]
 _KEY = ", ".join(DCGM_KEY)
 # The same rows as ``int_gpu_inventory_observed``, summed inside DuckDB from the month's days of
-# staging.stg_dcgm__gpu_hourly; parameters: first day, day after the last, period start, end.
+# staging.stg_dcgm__gpu_hourly; parameters: OBSERVED_BY_DCGM, first day, day after the last, period start, end.
 OBSERVED_SQL = (
-    f"SELECT {_KEY}, sum(n_samples)::BIGINT AS n_samples, 'dcgm' AS source FROM staging.stg_dcgm__gpu_hourly "
+    f"SELECT {_KEY}, sum(n_samples)::BIGINT AS n_samples, CAST(? AS VARCHAR) AS source "
+    "FROM staging.stg_dcgm__gpu_hourly "
     "WHERE day >= ? AND day < ? AND hour >= ? AND hour < ? GROUP BY ALL HAVING sum(n_samples) > 0 "
     "ORDER BY cluster, hostname, gpu, hour, gpu_i_id NULLS FIRST"
 )
@@ -73,7 +76,7 @@ def int_gpu_inventory_observed(hourly: pl.LazyFrame | pl.DataFrame) -> pl.DataFr
         .group_by(DCGM_KEY)
         .agg(pl.col("n_samples").sum())
         .filter(pl.col("n_samples") > 0)
-        .with_columns(source=pl.lit("dcgm"))
+        .with_columns(source=pl.lit(OBSERVED_BY_DCGM))
         .select(list(SCHEMA))
         .cast(SCHEMA)
         .sort(*CARD, "hour", "gpu_i_id", nulls_last=False)
@@ -99,7 +102,7 @@ def _observed_cards(observed: pl.DataFrame, declared_layout: pl.DataFrame) -> pl
     the hour, agree). Whole-GPU rows are dropped where the card also had MIG rows that hour.
     ``_layout_declared``: the card's declared layout (null: not declared)."""
     if "source" not in observed.columns:  # rows of the DCGM rollup alone
-        observed = observed.with_columns(source=pl.lit("dcgm"))
+        observed = observed.with_columns(source=pl.lit(OBSERVED_BY_DCGM))
     joined = observed.join(declared_layout, on=CARD, how="left")
     candidates = joined.filter(
         pl.col("gpu_i_profile").is_not_null() | (pl.col("_layout_declared").fill_null("") != WHOLE)
@@ -194,8 +197,11 @@ def inventory_differences(declared: pl.DataFrame, observed: pl.DataFrame) -> pl.
 
 
 # How a card was observed, by ``source`` (DCGM's rows: "reported samples" / "ran").
-_SEEN = {"kube": "was advertised by its Kubernetes node", "slurm": "is in its Slurm node's GRES (scontrol)"}
-_RAN = {"kube": "was advertised", "slurm": "is in the Slurm node's GRES"}
+_SEEN = {
+    OBSERVED_BY_KUBE: "was advertised by its Kubernetes node",
+    OBSERVED_BY_SLURM: "is in its Slurm node's GRES (scontrol)",
+}
+_RAN = {OBSERVED_BY_KUBE: "was advertised", OBSERVED_BY_SLURM: "is in the Slurm node's GRES"}
 
 
 def difference_advice(row: dict) -> str:

@@ -32,7 +32,6 @@ from datetime import datetime
 
 import polars as pl
 
-KUBE, SLURM, DCGM = "kube", "slurm", "dcgm"
 Layout = tuple[tuple[str | None, int], ...]  # (profile or None for whole, count), sorted
 Card = list[tuple[int | None, str | None]]  # (gpu_i_id, profile) of one card; [(None, None)]: whole
 

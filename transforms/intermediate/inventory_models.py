@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from contracts.sources import OBSERVED_BY_DCGM
 from transforms.intermediate.int_gpu_inventory_observed import CARD, DIFFERENCE_SCHEMA
 
 MODEL_DIFFERENCE = "model"
@@ -28,7 +29,7 @@ MODEL_HOURS_SCHEMA: dict[str, pl.DataType] = {
 
 def model_hours(observed: pl.DataFrame) -> pl.DataFrame:
     """``MODEL_HOURS_SCHEMA`` from ``int_gpu_inventory_observed`` rows (DCGM's only: others carry no model)."""
-    named = observed.filter(pl.col("model_name").is_not_null() & (pl.col("source") == "dcgm"))
+    named = observed.filter(pl.col("model_name").is_not_null() & (pl.col("source") == OBSERVED_BY_DCGM))
     return (
         named.group_by(*CARD, "model_name")
         .agg(
@@ -53,7 +54,9 @@ def model_differences(declared: pl.DataFrame, hours: pl.DataFrame) -> pl.DataFra
     models = declared.select(*CARD, pl.col("model_name").alias("declared")).unique(CARD)
     joined = hours.join(models, on=CARD).filter(~_same(pl.col("declared"), pl.col("model_name")))
     return (
-        joined.with_columns(what=pl.lit(MODEL_DIFFERENCE), observed=pl.col("model_name"), observed_by=pl.lit("dcgm"))
+        joined.with_columns(
+            what=pl.lit(MODEL_DIFFERENCE), observed=pl.col("model_name"), observed_by=pl.lit(OBSERVED_BY_DCGM)
+        )
         .select(list(DIFFERENCE_SCHEMA))
         .cast(DIFFERENCE_SCHEMA)
         .sort(*CARD, "first_hour")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import polars as pl
 
+from contracts.sources import OBSERVED_BY_DCGM
 from transforms.intermediate.int_gpu_inventory_observed import SCHEMA, hourly_inventory
 from transforms.intermediate.inventory_cards import COUNTS_SCHEMA, cards_that_may_differ
 from transforms.intermediate.inventory_models import MODEL_HOURS_SCHEMA
@@ -49,14 +50,15 @@ MODELS_SQL = f"""
 SELECT cluster, hostname, gpu, model_name, count(DISTINCT hour) AS hours, min(hour) AS first_hour,
        max(hour) AS last_hour
 FROM intermediate.int_gpu_inventory_observed
-WHERE {_PERIOD} AND source = 'dcgm' AND model_name IS NOT NULL
+WHERE {_PERIOD} AND source = ? AND model_name IS NOT NULL
 GROUP BY ALL ORDER BY ALL
 """  # transforms/intermediate/inventory_models.model_hours in SQL
 
 
 def model_hours_read(conn: duckdb.DuckDBPyConnection, start: datetime, end: datetime) -> pl.DataFrame:
     """Per card and model DCGM reported in [start, end): the hours (``MODEL_HOURS_SCHEMA``)."""
-    return read_frame(conn, MODELS_SQL, [start.date().replace(day=1), start, end]).cast(MODEL_HOURS_SCHEMA)
+    params = [start.date().replace(day=1), start, end, OBSERVED_BY_DCGM]
+    return read_frame(conn, MODELS_SQL, params).cast(MODEL_HOURS_SCHEMA)
 
 
 def observed_rows(conn: duckdb.DuckDBPyConnection, start: datetime, end: datetime) -> pl.DataFrame:

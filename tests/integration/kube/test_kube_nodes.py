@@ -11,6 +11,7 @@ import pytest
 
 from config import load_config
 from contracts.capacity_states import DOWNTIME_INTERVAL
+from contracts.sources import OBSERVED_BY_KUBE as KUBE
 from simulate.cluster import GPUS_PER_NODE, MIG_LAYOUT
 from simulate.kube.nodes import NODE_EVENTS
 from simulate.run import SimulationResult
@@ -18,7 +19,7 @@ from sources.kube.landing import Landing
 from tests.integration.kube.cases import STEP, T0, T1
 from tests.integration.kube.reading import land_days
 from transforms.intermediate.int_gpu_inventory_observed import SCHEMA, hourly_inventory, inventory_differences
-from transforms.intermediate.inventory_counts import KUBE, counts_observed
+from transforms.intermediate.inventory_counts import counts_observed
 from transforms.staging.stg_kube__node_capacity import stg_kube__node_capacity
 from transforms.staging.stg_kube__node_downtime import stg_kube__node_downtime
 
