@@ -3,8 +3,9 @@ simulated series; the month's marts built through Dagster)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -13,6 +14,23 @@ from cardhours.cli_support import console, out, progress_bar
 from config.cluster import DEFAULT_GPUS_PER_SHARD
 
 bench_app = typer.Typer(help="Benchmarks against real services.", no_args_is_help=True)
+
+
+def _run(bench: Callable[..., Any], error: type[Exception], report: Callable[[Any, Any], None], **settings) -> None:
+    """Run ``bench`` with a progress bar on stderr; print its ``report`` (the last line: JSON),
+    or exit 1 naming what failed."""
+    with progress_bar() as progress:
+        task = progress.add_task("bench", total=None)
+
+        def stage(name: str, done: int, total: int) -> None:
+            progress.update(task, description=name, completed=done, total=total or None)
+
+        try:
+            result = bench(progress=stage, say=lambda text: console.print(text, highlight=False), **settings)
+        except error as exc:
+            console.print(f"[red]bench failed[/red]: {escape(str(exc))}", highlight=False)
+            raise typer.Exit(1) from exc
+    report(result, out)
 
 
 @bench_app.command("ingest")
@@ -47,30 +65,20 @@ def bench_ingest(
     DataFrame path. The last line printed is the result as JSON."""
     from cardhours.bench.ingest import BenchError, print_report, run_ingest_bench
 
-    with progress_bar() as progress:
-        task = progress.add_task("bench", total=None)
-
-        def report(stage: str, done: int, total: int) -> None:
-            progress.update(task, description=stage, completed=done, total=total or None)
-
-        try:
-            result = run_ingest_bench(
-                gpus=gpus,
-                hours=hours,
-                step_seconds=step,
-                workdir=workdir,
-                keep=keep,
-                rounds=rounds,
-                progress=report,
-                server_cpus=server_cpus,
-                decoder=decoder,
-                gpus_per_shard=gpus_per_shard,
-                say=lambda text: console.print(text, highlight=False),
-            )
-        except BenchError as exc:
-            console.print(f"[red]bench failed[/red]: {escape(str(exc))}", highlight=False)
-            raise typer.Exit(1) from exc
-    print_report(result, out)
+    _run(
+        run_ingest_bench,
+        BenchError,
+        print_report,
+        gpus=gpus,
+        hours=hours,
+        step_seconds=step,
+        workdir=workdir,
+        keep=keep,
+        rounds=rounds,
+        server_cpus=server_cpus,
+        decoder=decoder,
+        gpus_per_shard=gpus_per_shard,
+    )
 
 
 @bench_app.command("marts")
@@ -91,25 +99,15 @@ def bench_marts(
     marts through Dagster. The last line printed is the result as JSON."""
     from cardhours.bench.marts import BenchError, print_report, run_marts_bench
 
-    with progress_bar() as progress:
-        task = progress.add_task("bench", total=None)
-
-        def report(stage: str, done: int, total: int) -> None:
-            progress.update(task, description=stage, completed=done, total=total or None)
-
-        try:
-            result = run_marts_bench(
-                gpus=gpus,
-                days=days,
-                step_seconds=step,
-                workdir=workdir,
-                keep=keep,
-                rounds=rounds,
-                compare_paths=compare_paths,
-                progress=report,
-                say=lambda text: console.print(text, highlight=False),
-            )
-        except BenchError as exc:
-            console.print(f"[red]bench failed[/red]: {escape(str(exc))}", highlight=False)
-            raise typer.Exit(1) from exc
-    print_report(result, out)
+    _run(
+        run_marts_bench,
+        BenchError,
+        print_report,
+        gpus=gpus,
+        days=days,
+        step_seconds=step,
+        workdir=workdir,
+        keep=keep,
+        rounds=rounds,
+        compare_paths=compare_paths,
+    )
