@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from config.base import ConfigPath, EnvVarName, Loc, PositiveFloat, PositiveInt, StrictModel, Text, raise_problems
-from config.urls import url_problem
+from config.urls import BaseUrl
 
 # Enough of an address to catch a typo or a display name ("Ops <ops@x>"), not RFC 5322.
 _ADDRESS = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
@@ -68,14 +68,7 @@ class AlertsConfig(StrictModel):
     freshness_hours: PositiveInt = 36
     # The Dagster UI's address as the recipients reach it (e.g. "https://dagster.example.org"):
     # a failure alert then links to the run.
-    ui_url: str | None = None
-
-    @field_validator("ui_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and (problem := url_problem(value)) is not None:
-            raise ValueError(problem)
-        return value.rstrip("/") if value else value
+    ui_url: BaseUrl | None = None
 
     @model_validator(mode="after")
     def _somewhere_to_send(self) -> AlertsConfig:

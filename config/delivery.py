@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from config.alerts import Address
 from config.base import Loc, PositiveFloat, StrictModel, raise_problems
-from config.urls import url_problem
+from config.urls import BaseUrl
 
 ATTACH, LINK = "attach", "link"
 
@@ -30,17 +30,10 @@ class DeliveryConfig(StrictModel):
     finance_files: Literal["attach", "link"] = ATTACH
     # Where the reports folder is served, e.g. "https://gpu-reports.example.org/reports":
     # a link is <link_base_url>/YYYY-MM/<file>. Needed when pages or finance_files is "link".
-    link_base_url: str | None = None
+    link_base_url: BaseUrl | None = None
     # A message's attachments together at most this size; larger files are refused (with
     # "attach") naming the file and the limit. Many relays refuse messages over 10-25 MB.
     max_attachment_mb: PositiveFloat = 20.0
-
-    @field_validator("link_base_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and (problem := url_problem(value)) is not None:
-            raise ValueError(problem)
-        return value.rstrip("/") if value else value
 
     @model_validator(mode="after")
     def _complete(self) -> DeliveryConfig:

@@ -9,7 +9,10 @@ URL that carries them (``url_problem``), and whatever is printed is redacted any
 from __future__ import annotations
 
 import re
+from typing import Annotated
 from urllib.parse import unquote_plus, urlsplit
+
+from pydantic import AfterValidator
 
 MASK = "***"
 # A query parameter whose name (lower case, without '-' and '_') contains one of these holds a secret.
@@ -69,3 +72,13 @@ def url_problem(url: str) -> str | None:
             f"(got {redact_url(url)!r})"
         )
     return None
+
+
+def _base_url(value: str) -> str:
+    if (problem := url_problem(value)) is not None:
+        raise ValueError(problem)
+    return value.rstrip("/")
+
+
+# A server's base URL in the config (``url_problem`` names what is wrong), without a trailing "/".
+BaseUrl = Annotated[str, AfterValidator(_base_url)]

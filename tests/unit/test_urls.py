@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from cardhours.cli import app
 from config import EXAMPLE_CONFIG, Problem
+from config.alerts import AlertsConfig
+from config.delivery import DeliveryConfig
 from config.urls import redact_url, url_problem, without_userinfo
 from tests.unit.config_cases import PROM, example, problems_of, put
 
@@ -99,3 +102,18 @@ def test_config_check_rejects_credentials_without_printing_them(tmp_path: Path) 
     assert f"{site}: clusters[0].prometheus.url: must not carry credentials" in output
     assert "bearer_token_env" in output and "basic_auth_password_env" in output
     assert "hunter2" not in output and "alice" not in output
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "required"),
+    [
+        (DeliveryConfig, "link_base_url", {"operations": ["ops@example.org"]}),
+        (AlertsConfig, "ui_url", {"recipients": ["ops@example.org"]}),
+    ],
+)
+def test_base_urls_in_the_config_are_checked_and_lose_a_trailing_slash(section, key, required) -> None:
+    assert (
+        getattr(section(**required, **{key: "https://reports.example.org/r/"}), key) == "https://reports.example.org/r"
+    )
+    with pytest.raises(ValidationError, match=f"{key}\n.*must not carry credentials"):
+        section(**required, **{key: "https://user:pw@reports.example.org/r"})
