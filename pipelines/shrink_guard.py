@@ -71,8 +71,14 @@ MEASURES: dict[str, Measure] = {
         "PurgeResvAfter has passed the day), or slurm_cluster, sacctmgr_command or the saved files in the config "
         "changed",
     ),
-    # read from the server again whenever the day is built again (no raw table of its own)
-    STG_DCGM__GPU_XID.name: Measure("XID downtime intervals", pl.len(), _PROMETHEUS_CAUSES),
+    # read from the server again whenever the day is built again (no raw table of its own); counted
+    # in down time, not intervals: a re-read that splits one interval in two has lost time
+    STG_DCGM__GPU_XID.name: Measure(
+        "GPU-seconds down for XID errors",
+        (pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds().sum(),
+        _PROMETHEUS_CAUSES + "; or the day before it was landed since, which shows a sticky XID on a GPU that "
+        "worked before this day (then the new read is right: replace it with the option below)",
+    ),
 }
 
 

@@ -3,7 +3,7 @@ what the refusal says."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime, timedelta
 
 import polars as pl
 import pytest
@@ -53,6 +53,20 @@ def test_every_table_landed_from_a_source_has_a_measure() -> None:
     landed = {RAW_DCGM_SAMPLES, RAW_SLURM_SACCT, RAW_KUBE_SERIES, RAW_KUBE_NODE_RUNS, STG_SLURM__DOWNTIME}
     landed |= {STG_DCGM__GPU_XID}  # read from the server again on every build of its day
     assert set(MEASURES) == {table.name for table in landed}
+
+
+def test_xid_counts_down_time_not_intervals() -> None:
+    day = datetime(2026, 2, 5)
+    whole = pl.DataFrame({"start_ts": [day], "end_ts": [day + timedelta(days=1)]})
+    # the server lost 08:00-16:00: two intervals instead of one, 8 GPU-hours fewer down
+    split = pl.DataFrame(
+        {"start_ts": [day, day + timedelta(hours=16)], "end_ts": [day + timedelta(hours=8), day + timedelta(days=1)]}
+    )
+    assert count(STG_DCGM__GPU_XID, whole) == 86_400 and count(STG_DCGM__GPU_XID, split) == 57_600
+    assert shrinks(count(STG_DCGM__GPU_XID, whole), count(STG_DCGM__GPU_XID, split))
+    text = Shrink(STG_DCGM__GPU_XID.name, "alpha", date(2026, 2, 5), 86_400, 57_600).refusal()
+    assert "holds 86,400 GPU-seconds down for XID errors, the new read only 57,600" in text
+    assert "retention" in text and "the day before it was landed since" in text
 
 
 def test_downtime_counts_intervals_and_names_slurmdbds_purge() -> None:
