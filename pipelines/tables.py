@@ -14,6 +14,7 @@ DuckDB file (the monthly ones; ``parquet`` also copies each partition to the lak
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from dagster import AssetKey, PartitionsDefinition
 
@@ -147,14 +148,23 @@ DOWNTIME_TABLES: tuple[Table, ...] = (
     STG_DCGM__GPU_DROPOUT,
     STG_DCGM__GPU_XID,
 )
+
+
 # The downtime tables derived from a landed source after its landing (the daily job writes each
 # day's partition, empty or not, once the source landed): the month's capacity split refuses a
 # landed day whose partition is missing or older than the landing, rather than read it as "no
 # downtime". stg_slurm__downtime is written with its own landing, so the month's gate covers it.
-DERIVED_DOWNTIME: dict[Table, str] = {
-    STG_KUBE__NODE_DOWNTIME: KUBE,
-    STG_DCGM__GPU_DROPOUT: DCGM,
-    STG_DCGM__GPU_XID: DCGM,
+# Days landed before the table's migration (a warehouse upgraded from an older cardhours) were
+# never derived: they are let through with a warning that says so.
+class DerivedDowntime(NamedTuple):
+    source: str  # the landed source it is derived from, day by day (contracts/sources.py)
+    since_migration: int  # the migration that created the table: days landed before it were never derived
+
+
+DERIVED_DOWNTIME: dict[Table, DerivedDowntime] = {
+    STG_KUBE__NODE_DOWNTIME: DerivedDowntime(KUBE, 26),
+    STG_DCGM__GPU_DROPOUT: DerivedDowntime(DCGM, 27),
+    STG_DCGM__GPU_XID: DerivedDowntime(DCGM, 32),
 }
 
 MONTH_LANDED = Node("meta.month_landed", MONTH, "meta")  # the monthly gate: every day landed

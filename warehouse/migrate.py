@@ -188,3 +188,9 @@ def migrate(conn: duckdb.DuckDBPyConnection, source: MigrationSource | None = No
         if migration.version not in applied and _apply(conn, migration):
             done.append(migration.version)
     return done
+
+
+def migration_applied_at(conn: duckdb.DuckDBPyConnection, version: int) -> datetime | None:
+    """When migration ``version`` was applied to this warehouse (UTC, naive); None when it was not."""
+    rows = conn.execute("SELECT applied_at FROM main.schema_migrations WHERE version = ?", [version]).fetchall()
+    return rows[0][0] if rows else None

@@ -8,7 +8,7 @@ from dagster import Failure, MetadataValue
 from contracts.capacity_states import DOWNTIME_INTERVAL
 from contracts.sources import KUBE
 from pipelines.checks.capacity_split import CAPACITY_STATES_BALANCE, capacity_states_balance_check
-from pipelines.downtime_coverage import missing_downtime_days
+from pipelines.downtime_coverage import downtime_coverage
 from pipelines.step import Step
 from pipelines.table_asset import Built, Check, table_asset
 from pipelines.tables import DOWNTIME_TABLES, FCT_GPU_CAPACITY_SPLIT, FCT_GPU_HOURLY, STG_KUBE__PODS, STG_SLURM__JOBS
@@ -16,6 +16,7 @@ from transforms.marts.capacity_placement import host_runs
 from transforms.marts.fct_gpu_capacity_split import HOURLY_COLUMNS, STATE_COLUMNS, fct_gpu_capacity_split
 from warehouse.lake import written_at
 from warehouse.landings import month_landings
+from warehouse.migrate import migration_applied_at
 
 
 def month_intervals(step: Step) -> pl.DataFrame:
@@ -25,25 +26,37 @@ def month_intervals(step: Step) -> pl.DataFrame:
     return pl.concat([frame.cast(DOWNTIME_INTERVAL) for frame in frames])
 
 
-def require_downtime_days(step: Step) -> None:
+def require_downtime_days(step: Step) -> list[str]:
     """Refuse the month when a landed day's derived downtime partition is missing or stale
-    (pipelines/downtime_coverage.py): that day's downtime would read as idle capacity."""
+    (pipelines/downtime_coverage.py): that day's downtime would read as idle capacity. Returns
+    the days landed before a downtime table existed (warned about: never derived)."""
     landings = month_landings(step.store.conn, step.start.date(), step.end.date())
 
     def written(table, cluster: str, day):
         return written_at(step.store.lake, table.lake_table, {"cluster": cluster, "day": day})
 
-    missing = missing_downtime_days(landings, [c.name for c in step.clusters], written)
-    if missing:
+    def introduced(version: int):
+        return migration_applied_at(step.store.conn, version)
+
+    coverage = downtime_coverage(landings, [c.name for c in step.clusters], written, introduced)
+    if coverage.missing:
         raise Failure(
             description=(
                 f"{step.month:%Y-%m}: the capacity split is not built: downtime was not derived for landed days, "
-                "which would count their downtime as idle capacity.\n" + "\n".join(missing) + "\n"
-                "Run the daily_ingest job again for those days (or cardhours run --month "
-                f"{step.month:%Y-%m}), then build the month again."
+                "which would count their downtime as idle capacity.\n" + "\n".join(coverage.missing) + "\n"
+                f"Land those days again: cardhours run --month {step.month:%Y-%m} --reingest DAY for each day "
+                "named (in Dagster: the daily_ingest job for those partitions), then build the month again."
             ),
-            metadata={"missing": MetadataValue.json(missing[:50])},
+            metadata={"missing": MetadataValue.json(coverage.missing[:50])},
         )
+    if coverage.never_derived:
+        step.log.warning(
+            f"{step.month:%Y-%m}: days landed before this warehouse derived some downtime (an upgrade from an "
+            "older cardhours): their downtime from that source is not known and counts as idle; "
+            f"cardhours run --month {step.month:%Y-%m} --reingest DAY derives it while the source still holds "
+            "the day.\n" + "\n".join(coverage.never_derived)
+        )
+    return coverage.never_derived
 
 
 def month_runs(step: Step) -> pl.DataFrame:
@@ -79,7 +92,7 @@ def unmatched_hosts(step: Step, hourly: pl.DataFrame, intervals: pl.DataFrame) -
     "down, reserved and idle (one state per GPU-second, by precedence).",
 )
 def fct_gpu_capacity_split_asset(step: Step) -> Built:
-    require_downtime_days(step)
+    never_derived = require_downtime_days(step)
     hourly = step.read(FCT_GPU_HOURLY, columns=", ".join(HOURLY_COLUMNS))
     intervals = month_intervals(step)
     unmatched = unmatched_hosts(step, hourly, intervals)
@@ -88,6 +101,10 @@ def fct_gpu_capacity_split_asset(step: Step) -> Built:
     gpu_hours = {state: float(totals[column][0] or 0.0) for state, column in STATE_COLUMNS.items()}
     return Built(
         split,
-        metadata={"gpu_hours_by_state": gpu_hours, "unmatched_downtime_hosts": MetadataValue.json(unmatched[:50])},
+        metadata={
+            "gpu_hours_by_state": gpu_hours,
+            "unmatched_downtime_hosts": MetadataValue.json(unmatched[:50]),
+            "downtime_never_derived": MetadataValue.json(never_derived[:50]),
+        },
         checks=[capacity_states_balance_check(split, step.key)],
     )

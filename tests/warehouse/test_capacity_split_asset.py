@@ -9,9 +9,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dagster import build_asset_context
+from dagster import Failure, build_asset_context
 
 from contracts.capacity_states import STATES
+from contracts.sources import DCGM
 from pipelines.assets.capacity_split import fct_gpu_capacity_split_asset
 from pipelines.assets.downtime import stg_slurm__downtime_asset
 from pipelines.resources import CardhoursResource
@@ -135,3 +136,40 @@ def _review_section_shows_it(config: Path, drained: float) -> None:
     html = str(downtime_section(states, intervals).render())
     assert "Downtime and availability" in html and DONE["drain_reason"] in html and DONE["maint_name"] in html
     assert f"{drained / 3600:.1f}" in html  # the closed drain's node-hours
+
+
+def _dcgm_landing_and_migrations_applied(config: Path, applied_at: datetime) -> None:
+    """A landed DCGM day with no derived downtime partitions, and the derived tables' migrations
+    recorded as applied at ``applied_at``."""
+    from config import load_config
+    from pipelines.tables import DERIVED_DOWNTIME
+    from warehouse.landings import Landing, record_landing
+
+    settings = load_config(config)
+    with connect(settings.warehouse.path) as conn:
+        replace_partition(conn, "marts.fct_gpu_hourly", _hourly(), {"month": MONTH})
+        record_landing(conn, settings.warehouse.lake, Landing("c1", DAY, DCGM, datetime(2026, 1, 1), rows=1))
+        versions = [derived.since_migration for derived in DERIVED_DOWNTIME.values()]
+        conn.execute(
+            "UPDATE main.schema_migrations SET applied_at = ? WHERE list_contains(?, version)", [applied_at, versions]
+        )
+
+
+def test_a_day_landed_before_the_downtime_tables_existed_builds_with_a_warning(tmp_path: Path) -> None:
+    config = tmp_path / "cardhours.toml"
+    config.write_text(CONFIG)
+    _dcgm_landing_and_migrations_applied(config, datetime(2026, 2, 1))  # upgraded after the day landed
+    split = _run(fct_gpu_capacity_split_asset, MONTH.isoformat(), config)
+    never = split.metadata["downtime_never_derived"].value
+    assert f"staging.stg_dcgm__gpu_xid of cluster c1: {DAY}" in never and len(never) == 2  # dropout and XID
+
+
+def test_a_landed_day_without_its_derived_downtime_is_refused_naming_the_day(tmp_path: Path) -> None:
+    config = tmp_path / "cardhours.toml"
+    config.write_text(CONFIG)
+    _dcgm_landing_and_migrations_applied(config, datetime(2025, 12, 1))  # the tables existed when it landed
+    with pytest.raises(Failure) as refused:
+        _run(fct_gpu_capacity_split_asset, MONTH.isoformat(), config)
+    text = refused.value.description
+    assert f"staging.stg_dcgm__gpu_xid of cluster c1: {DAY} (missing)" in text
+    assert f"cardhours run --month {MONTH:%Y-%m} --reingest DAY" in text
