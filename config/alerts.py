@@ -12,6 +12,9 @@ cluster with no successful daily landing for ``freshness_hours``. Alerts go by e
 from __future__ import annotations
 
 import re
+from email.errors import HeaderParseError
+from email.headerregistry import Address as HeaderAddress
+from email.utils import parseaddr
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
@@ -19,18 +22,37 @@ from pydantic import AfterValidator, Field, model_validator
 from config.base import ConfigPath, EnvVarName, Loc, PositiveFloat, PositiveInt, StrictModel, Text, raise_problems
 from config.urls import BaseUrl
 
-# Enough of an address to catch a typo or a display name ("Ops <ops@x>"), not RFC 5322.
+# name@domain.tld without spaces or list separators; the rest of RFC 5322 is checked by parsing
+# (_single_address): one address, nothing around it, no comments, no display name.
 _ADDRESS = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
+# RFC 5322 dot-atom-text: atext characters (ASCII) in runs joined by single dots.
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_DOT_ATOM = re.compile(rf"^{_ATEXT}(\.{_ATEXT})*$")
+ATEXT_WORDS = "letters, digits, ! # $ % & ' * + - / = ? ^ _ ` { | } ~ and single dots between them"
+
+
+def _single_address(value: str) -> bool:
+    """``value`` parses as exactly one addr-spec and nothing else (headerregistry and parseaddr agree)."""
+    try:
+        parsed = HeaderAddress(addr_spec=value)
+    except (ValueError, HeaderParseError, IndexError):
+        return False
+    return parsed.addr_spec == value and parseaddr(value) == ("", value)
 
 
 def _check_address(value: str) -> str:
-    if not _ADDRESS.match(value):
+    if not is_address(value):
         raise ValueError(f"{value!r} is not an e-mail address (name@domain, without a display name)")
     return value
 
 
 def is_address(value: str) -> bool:
-    return _ADDRESS.match(value) is not None
+    return _ADDRESS.match(value) is not None and _single_address(value)
+
+
+def is_dot_atom(value: str) -> bool:
+    """Whether ``value`` can stand unquoted as an address's local part (RFC 5322 dot-atom)."""
+    return _DOT_ATOM.match(value) is not None
 
 
 Address = Annotated[str, AfterValidator(_check_address)]

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from config.alerts import Address
-from config.base import Loc, PositiveFloat, StrictModel, raise_problems
+from config.base import Loc, PositiveFloat, StrictModel, format_loc, raise_problems
 from config.urls import BaseUrl
 
 ATTACH, LINK = "attach", "link"
@@ -43,6 +43,8 @@ class DeliveryConfig(StrictModel):
         for dept, addresses in self.departments.items():
             if not addresses:
                 problems.append((("departments", dept), "no addresses: list the managers or remove the department"))
+            problems += _twice(("departments", dept), addresses)
+        problems += _twice(("operations",), self.operations) + _twice(("finance",), self.finance)
         linked = [key for key in ("pages", "finance_files") if getattr(self, key) == LINK]
         if linked and self.link_base_url is None:
             problems.append(
@@ -58,3 +60,15 @@ class DeliveryConfig(StrictModel):
     @property
     def max_attachment_bytes(self) -> int:
         return int(self.max_attachment_mb * 1_000_000)
+
+
+def _twice(key: Loc, addresses: list[str]) -> list[tuple[Loc, str]]:
+    """An address listed again in the same list (case-insensitive), at its second place: it would get two messages."""
+    first: dict[str, int] = {}  # lowercased address -> where it is listed first
+    problems: list[tuple[Loc, str]] = []
+    for index, address in enumerate(addresses):
+        at = first.setdefault(address.lower(), index)
+        if at != index:
+            why = f"{address!r} is listed twice in [delivery] {format_loc(key)} (also as {addresses[at]!r}): keep one"
+            problems.append(((*key, index), why))
+    return problems

@@ -44,8 +44,11 @@ class NoticesConfig(StrictModel):
     enabled: bool = False  # opt-in: nothing is sent (and the schedule sends nothing) until true
     addresses_file: ConfigPath | None = None  # CSV with a header line "user,email", one user a line
     domain: DomainPattern | None = None  # "{user}@example.org": the address of a user not in addresses_file
-    # At most one notice per user in this many days (meta.user_notices, whatever month it was about).
-    period_days: PositiveInt = 30
+    # At most one notice per user in this many days (meta.user_notices, whatever month it was about),
+    # counted in whole UTC days: a notice sent on day D allows the next from day D + period_days on.
+    # 28 because the monthly run goes out on the 1st and February has 28 days: a longer period
+    # would hold back (and so lose) the March notice of everyone told on February 1.
+    period_days: PositiveInt = 28
     opt_out: list[Text] = Field(default_factory=list)  # users who never get a notice
     opt_out_file: ConfigPath | None = None  # more of them: one user name a line, '#' starts a comment
     # A user whose flagged jobs wasted fewer GPU-hours in the month than this gets no notice.

@@ -81,9 +81,18 @@ def deliver(
     dry_run: Path | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
 ) -> Outcome:
-    """Send (or write) each planned message not sent before; ``DeliveryFailed`` after trying all."""
+    """Send (or write) each planned message not sent before; ``DeliveryFailed`` after trying all.
+
+    A recipient gets one message per audience in a run, even if planned twice (the config refuses
+    an address listed twice; this holds for a plan made otherwise, and ignores the address's case).
+    """
     outcome = Outcome(failed=list(planned.problems))
+    tried: set[Key] = set()
     for message in planned.messages:
+        key = (message.audience, message.recipient.lower())
+        if key in tried:
+            continue
+        tried.add(key)
         before = sent.get((message.audience, message.recipient))
         if before is not None and not resend:
             outcome.skipped.append((message, before))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import smtplib
 import ssl
 from collections.abc import Mapping, Sequence
+from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
@@ -24,8 +25,8 @@ class MailError(RuntimeError):
 def compose(smtp: SmtpConfig, to: Sequence[str], subject: str, body: str) -> EmailMessage:
     """A plain-text message from ``[smtp] from_address`` to ``to``."""
     message = EmailMessage()
-    message["From"] = smtp.from_address
-    message["To"] = ", ".join(to)
+    message["From"] = Address(addr_spec=smtp.from_address)
+    message["To"] = [Address(addr_spec=address) for address in to]  # each one address, parsed
     message["Subject"] = subject
     message["Date"] = formatdate(usegmt=True)
     message["Message-ID"] = make_msgid(domain=smtp.from_address.rsplit("@", 1)[1])

@@ -13,6 +13,7 @@ import csv
 import io
 import re
 from collections.abc import Callable, Mapping, Sequence
+from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
@@ -42,14 +43,14 @@ SUMMARY_SCHEMA = {
 
 def notice_message(from_address: str, notice: Notice, contact: str | None) -> EmailMessage:
     message = EmailMessage()
-    message["From"] = from_address
-    message["To"] = notice.address
+    message["From"] = Address(addr_spec=from_address)
+    message["To"] = Address(addr_spec=notice.address)  # one address, parsed: never a group or a list
     message["Subject"] = notice_subject(notice)
     message["Date"] = formatdate(usegmt=True)
     message["Message-ID"] = make_msgid(domain=from_address.rsplit("@", 1)[1])
     message["Auto-Submitted"] = "auto-generated"  # RFC 3834: no vacation replies
     if contact:
-        message["Reply-To"] = contact
+        message["Reply-To"] = Address(addr_spec=contact)
     message.set_content(notice_body(notice, contact))
     return message
 

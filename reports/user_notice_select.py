@@ -18,7 +18,7 @@ from datetime import date, datetime, timedelta
 
 import polars as pl
 
-from config.alerts import is_address
+from config.alerts import ATEXT_WORDS, is_address, is_dot_atom
 from contracts.flags import REASON_RANK, SEVERITY_RANK, flag_reason
 
 NO_USER = "(no user)"  # runs without a user name (Kubernetes records none)
@@ -28,6 +28,7 @@ SKIPS = {  # why a user gets no notice, in the order they are checked
     "below_threshold": "wasted less than [notices] min_wasted_gpu_hours",
     "already_notified": "already notified about this month (meta.user_notices)",
     "rate_limited": "notified within [notices] period_days",
+    "unsafe_user_name": "the user name cannot be an address's local part with [notices] domain",
     "no_address": "no address: not in [notices] addresses_file, and no domain (or it makes no address of the name)",
 }
 RUN = ["cluster", "job_id_raw", "start_time"]
@@ -114,13 +115,23 @@ def select_notices(
 
 
 def address_of(user: str, policy: Policy) -> str | None:
-    """The user's address: the addresses file first, else the domain pattern, else none."""
+    """The user's address: the addresses file first, else the domain pattern, else none.
+
+    The pattern takes only a user name that is an RFC 5322 dot-atom: ``alice:bob`` in
+    ``{user}@example.org`` would make a group ``alice:`` addressed to bob@example.org.
+    """
     if user in policy.addresses:
         return policy.addresses[user]
-    if policy.domain is None:
+    if policy.domain is None or not is_dot_atom(user):
         return None
     address = policy.domain.replace("{user}", user)
-    return address if is_address(address) else None  # a user name that makes no address (a space, a comma)
+    return address if is_address(address) else None
+
+
+def next_allowed(last: datetime, period_days: int) -> date:
+    """The first UTC day a user told at ``last`` may be told again: whole calendar days, so the
+    time of day a notice went out never holds back the next month's run."""
+    return last.date() + timedelta(days=period_days)
 
 
 def _skip(
@@ -135,9 +146,12 @@ def _skip(
         ("below_threshold", wasted < policy.min_wasted_gpu_hours,
          f": {wasted:.1f} < {policy.min_wasted_gpu_hours:g} GPU-hours"),
         ("already_notified", this_month is not None, f": sent {this_month:%Y-%m-%d %H:%M} UTC" if this_month else ""),
-        ("rate_limited", last is not None and last > as_of - timedelta(days=policy.period_days),
-         f": last notice {last:%Y-%m-%d}, the next one after {last + timedelta(days=policy.period_days):%Y-%m-%d}"
+        ("rate_limited", last is not None and as_of.date() < next_allowed(last, policy.period_days),
+         f": last notice {last:%Y-%m-%d}, the next one from {next_allowed(last, policy.period_days):%Y-%m-%d}"
          if last else ""),
+        ("unsafe_user_name", user not in policy.addresses and policy.domain is not None and not is_dot_atom(user),
+         f": {user!r} is not made only of {ATEXT_WORDS}; give the user an explicit address in "
+         "[notices] addresses_file"),
         ("no_address", address_of(user, policy) is None, ""),
     )  # fmt: skip
     for code, applies, extra in checks:

@@ -51,6 +51,12 @@ BROKEN = [
      "needs recipients"),
     ("limit", {"max_attachment_mb": 0}, [], "delivery.max_attachment_mb", "greater than 0"),
     ("unknown-key", {"recipients": ["a@example.org"]}, [], "delivery.recipients", "unknown key"),
+    ("operations-twice", {"operations": ["a@example.org", "b@example.org", "A@Example.org"]}, [],
+     "delivery.operations[2]", "'A@Example.org' is listed twice in [delivery] operations"),
+    ("finance-twice", {"finance": ["f@example.org", "f@example.org"]}, [], "delivery.finance[1]",
+     "'f@example.org' is listed twice in [delivery] finance"),
+    ("managers-twice", {"departments": {"vision": ["v@example.org", "V@example.org"]}}, [],
+     "delivery.departments.vision[1]", "'V@example.org' is listed twice in [delivery] departments.vision"),
     ("no-relay", {}, [drop("smtp"), drop("alerts")], "smtp", "[delivery] sends through [smtp]"),
 ]  # fmt: skip
 

@@ -13,7 +13,7 @@ import pytest
 from config import DeliveryConfig, SmtpConfig
 from reports import render_department_pages, render_review, write_department_pages, write_review
 from reports.delivery import DeliveryFailed, Sent, deliver
-from reports.delivery_mail import plan_month
+from reports.delivery_mail import Planned, plan_month
 from tests.unit.reports_frames import BUNDLE, make_inputs
 
 SMTP = SmtpConfig(host="127.0.0.1", port=25, security="none", from_address="cardhours@example.org")
@@ -91,3 +91,11 @@ def test_problems_fail_the_delivery_after_the_rest(folder: Path, tmp_path: Path)
         deliver(planned, SMTP, {}, {}, lambda m, t: None, dry_run=tmp_path / "outbox")
     assert len(info.value.outcome.written) == 2
     assert str(info.value).splitlines()[-1].startswith("FAILED finance: no chargeback files in ")
+
+
+def test_a_recipient_is_sent_once_in_a_run(folder: Path, tmp_path: Path) -> None:
+    """The config refuses a listed address twice; the loop holds too: one message per (audience, recipient)."""
+    planned = plan_month(_delivery(), make_inputs(), folder)
+    twice = Planned([*planned.messages, planned.messages[0]], [])
+    outcome = deliver(twice, SMTP, {}, {}, lambda m, t: None, dry_run=tmp_path / "outbox")
+    assert len(outcome.written) == len(planned.messages)

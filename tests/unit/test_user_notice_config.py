@@ -37,6 +37,10 @@ def test_addresses_are_read(tmp_path: Path) -> None:
         ("user,email\nbob,bob@x.org\ncarol\n", ":3:", "needs a user and an e-mail address"),
         ("user,email\nbob,Bob <bob@x.org>\n", ":2:", "user 'bob': 'Bob <bob@x.org>' is not an e-mail address"),
         ("user,email\nbob,bob@x.org\nbob,b2@x.org\n", ":3:", "listed twice (an earlier line gives bob@x.org)"),
+        ("user,email\nbob,alice:bob@x.org\n", ":2:", "user 'bob': 'alice:bob@x.org' is not an e-mail address"),
+        ("user,email\nbob,bob(x)@x.org\n", ":2:", "user 'bob': 'bob(x)@x.org' is not an e-mail address"),
+        ('user,email\nbob,"a@x.org, b@x.org"\n', ":2:", "'a@x.org, b@x.org' is not an e-mail address"),
+        ("user,email\nbob,bob.@x.org\n", ":2:", "'bob.@x.org' is not an e-mail address"),
         ("", ":1:", "header"),
     ],
 )

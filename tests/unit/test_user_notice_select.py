@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 
 import polars as pl
 import pytest
 
+from config.notices import NoticesConfig
 from contracts.flags import flag_reason
+from reports.user_notice_mail import notice_message
 from reports.user_notice_select import NO_USER, SKIPS, Policy, address_of, select_notices
 from reports.user_notice_text import notice_body, notice_subject
 from transforms.marts.fct_job_flags import SCHEMA
@@ -91,7 +94,7 @@ def test_rate_limit_and_the_month_already_told() -> None:
     notices, skipped = _select(ledger=ledger)
     assert [n.user for n in notices] == ["bob"]
     amy = next(s for s in skipped if s.user == "amy")
-    assert amy.skip == "rate_limited" and "the next one after 2026-04-04" in amy.why
+    assert amy.skip == "rate_limited" and "the next one from 2026-04-04" in amy.why
     again = _ledger(("bob", MONTH, NOW - timedelta(days=40)))
     assert {s.user: s.skip for s in _select(ledger=again)[1]}["bob"] == "already_notified"
 
@@ -129,3 +132,52 @@ def test_a_run_without_a_price_gives_no_total_cost() -> None:
     amy = _select(flags)[0][0]
     assert amy.jobs[0].wasted_cost is None and amy.wasted_cost is None
     assert "at list prices" not in notice_body(amy, None).split("\n\n")[1]
+
+
+def _monthly(last_sent: datetime, period_days: int | None = None) -> list[str]:
+    """Who is rate limited when the monthly run of 2026-03-01 10:40 notifies about February."""
+    period = NoticesConfig(domain="{user}@uni.example").period_days if period_days is None else period_days
+    policy = Policy({}, "{user}@uni.example", frozenset(), period, 0.0, 10)
+    flags = _flags(_flag("amy", "11", "ZERO_UTIL", 39.0, month=date(2026, 2, 1)))
+    ledger = _ledger(("amy", date(2026, 1, 1), last_sent))
+    _, skipped = select_notices(flags, ledger, policy, date(2026, 2, 1), datetime(2026, 3, 1, 10, 40))
+    return [s.why for s in skipped if s.skip == "rate_limited"]
+
+
+def test_the_default_period_never_holds_back_a_monthly_run() -> None:
+    """February has 28 days: told on Feb 1 (later in the day), a user is told again on Mar 1."""
+    assert _monthly(datetime(2026, 2, 1, 10, 45)) == []
+    assert _monthly(datetime(2026, 2, 1, 23, 59)) == []  # whole calendar days: the time of day does not count
+    (why,) = _monthly(datetime(2026, 2, 24, 9, 0))  # 5 days before: still limited
+    assert "last notice 2026-02-24, the next one from 2026-03-24" in why
+
+
+def test_the_period_counts_whole_utc_days() -> None:
+    """Sent on day D, the next notice may go from day D + period_days on, never on D + period_days - 1."""
+    assert _monthly(datetime(2026, 2, 2, 0, 0), 28) != []  # Mar 1 is Feb 2 + 27 days
+    assert _monthly(datetime(2026, 2, 1, 23, 59), 28) == []  # Mar 1 is Feb 1 + 28 days
+    assert _monthly(datetime(2026, 1, 31, 0, 0), 30) != [] and _monthly(datetime(2026, 1, 30, 23, 0), 30) == []
+
+
+@pytest.mark.parametrize("user", ["alice:bob", "a(b)", 'a"b', "a,b", "a<b", "a b", ".a", "a.", "a..b", "a@b", "jörg"])
+def test_a_user_name_that_is_no_local_part_is_skipped_and_named(user: str) -> None:
+    assert address_of(user, POLICY) is None
+    _, skipped = _select(_flags(_flag(user, "11", "ZERO_UTIL", 39.0)))
+    (skip,) = skipped
+    assert skip.skip == "unsafe_user_name" and repr(user) in skip.why and "addresses_file" in skip.why
+    mapped = Policy({user: "someone@lab.example"}, "{user}@uni.example", frozenset(), 30, 0.0, 10)
+    assert address_of(user, mapped) == "someone@lab.example"  # an explicit address is used as given
+
+
+@pytest.mark.parametrize("user", ["o'neil", "j.doe", "a+b", "x_y-z", "a{b}~"])
+def test_a_dot_atom_user_name_makes_an_address(user: str) -> None:
+    assert address_of(user, POLICY) == f"{user}@uni.example"
+
+
+def test_the_message_has_one_parsed_address_per_header() -> None:
+    amy = next(n for n in _select()[0] if n.user == "amy")
+    message = notice_message("cardhours@example.org", amy, "gpu-help@example.org")
+    assert [a.addr_spec for a in message["To"].addresses] == ["amy@uni.example"]
+    assert [a.addr_spec for a in message["Reply-To"].addresses] == ["gpu-help@example.org"]
+    with pytest.raises(ValueError, match="alice:bob"):  # never a group "alice:" sent to bob
+        notice_message("cardhours@example.org", replace(amy, address="alice:bob@uni.example"), None)
